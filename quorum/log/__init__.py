@@ -1,0 +1,3 @@
+"""pykraft package."""
+
+__all__: list[str] = []
