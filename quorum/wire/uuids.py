@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import base64
+import re
 import uuid
 from typing import Final
 
 from quorum.wire.errors import WireDecodeError
 
-__all__ = ["ZERO_UUID", "METADATA_TOPIC_ID", "random_uuid", "uuid_from_str", "uuid_to_str"]
+__all__ = ["METADATA_TOPIC_ID", "ZERO_UUID", "random_uuid", "uuid_from_str", "uuid_to_str"]
 
+_BASE64URL: Final = re.compile(r"[A-Za-z0-9_-]{22}")
 ZERO_UUID: Final = uuid.UUID(int=0)
 # The topic id of __cluster_metadata: UUID(0, 1).
 METADATA_TOPIC_ID: Final = uuid.UUID(int=1)
@@ -21,14 +23,16 @@ def uuid_to_str(value: uuid.UUID) -> str:
 
 def uuid_from_str(text: str) -> uuid.UUID:
     """Parse Kafka's 22-character base64url form; raises WireDecodeError if malformed."""
-    if len(text) != 22:
+    if len(text) != 22 or not _BASE64URL.fullmatch(text):
         raise WireDecodeError(f"{text!r} is not a 22-character base64url UUID")
     try:
-        raw = base64.urlsafe_b64decode(text + "==")
+        raw = base64.b64decode(text + "==", altchars=b"-_", validate=True)
     except (ValueError, TypeError) as exc:
         raise WireDecodeError(f"{text!r} is not a base64url UUID: {exc}") from None
-    if len(raw) != 16 or uuid_to_str(uuid.UUID(bytes=raw)) != text:
-        raise WireDecodeError(f"{text!r} is not a canonical base64url UUID")
+    # Kafka accepts any 22 characters that decode to 16 bytes, including the
+    # non-canonical id in its own documentation (MkU3OEVBNTcwNTJENDM2Qk).
+    if len(raw) != 16:
+        raise WireDecodeError(f"{text!r} does not decode to 16 bytes")
     return uuid.UUID(bytes=raw)
 
 

@@ -1,0 +1,26 @@
+"""The ``kraft`` command: Kafka's command-line tools for a pykraft cluster.
+
+Each tool is a click group in its own module (``kraft storage`` is
+``kafka-storage.sh``); this module only assembles them.
+"""
+
+from __future__ import annotations
+
+import click
+
+from cli.storage import storage
+
+__all__ = ["kraft", "main"]
+
+
+@click.group(name="kraft", context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pykraft", prog_name="kraft")
+def kraft() -> None:
+    """pykraft's command line: Kafka's tools for a pykraft cluster."""
+
+
+kraft.add_command(storage)
+
+
+def main() -> None:
+    kraft(prog_name="kraft")

@@ -1,0 +1,191 @@
+"""``ServerConfig``: the settings of one pykraft node, one line per Kafka key.
+
+The class body is the schema: each field names its Kafka key, parser,
+Kafka's default (as text, checked against the apache/kafka sources) and
+range checks. Adding a setting is adding one line here. Settings Kafka
+derives from others (``log.dirs`` falling back to ``log.dir``, retention in
+ms/minutes/hours, advertised listeners falling back to listeners) are
+stored as given and resolved by the properties below.
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+from quorum.config.schema import (
+    BOOLEAN,
+    INT,
+    LONG,
+    REQUIRED,
+    STRING,
+    InvalidValue,
+    at_least,
+    setting,
+)
+from quorum.config.values import (
+    Endpoint,
+    HostPort,
+    ProcessRole,
+    SecurityProtocol,
+    Voter,
+    parse_host_ports,
+    parse_listener_names,
+    parse_listeners,
+    parse_paths,
+    parse_process_roles,
+    parse_security_protocol_map,
+    parse_voters,
+)
+
+__all__ = ["DEFAULT_SECURITY_PROTOCOL_MAP", "ServerConfig"]
+
+DEFAULT_SECURITY_PROTOCOL_MAP = {p.value: p for p in SecurityProtocol}
+_MS_PER_MINUTE = 60_000
+_MS_PER_HOUR = 60 * _MS_PER_MINUTE
+
+
+def _listener_name(text: str) -> str:
+    names = parse_listener_names(text)
+    if len(names) != 1:
+        raise InvalidValue("Expected one listener name")
+    return names[0]
+
+
+@frozen(kw_only=True)
+class ServerConfig:
+    # --- identity ---------------------------------------------------------------
+    process_roles: frozenset[ProcessRole] = setting("process.roles", parse_process_roles, REQUIRED)
+    node_id: int = setting("node.id", INT, REQUIRED, at_least(0))
+    broker_rack: str | None = setting("broker.rack", STRING, None)
+
+    # --- the metadata quorum (QuorumConfig) -------------------------------------------
+    quorum_voters: tuple[Voter, ...] = setting("controller.quorum.voters", parse_voters, "")
+    quorum_bootstrap_servers: tuple[HostPort, ...] = setting("controller.quorum.bootstrap.servers", parse_host_ports, "")
+    quorum_election_timeout_ms: int = setting("controller.quorum.election.timeout.ms", INT, "1000", at_least(1))
+    quorum_fetch_timeout_ms: int = setting("controller.quorum.fetch.timeout.ms", INT, "2000", at_least(1))
+    quorum_election_backoff_max_ms: int = setting("controller.quorum.election.backoff.max.ms", INT, "1000", at_least(1))
+    quorum_request_timeout_ms: int = setting("controller.quorum.request.timeout.ms", INT, "2000", at_least(1))
+    quorum_retry_backoff_ms: int = setting("controller.quorum.retry.backoff.ms", INT, "20", at_least(0))
+    quorum_append_linger_ms: int = setting("controller.quorum.append.linger.ms", INT, "25", at_least(0))
+
+    # --- listeners ----------------------------------------------------------------
+    listeners: tuple[Endpoint, ...] = setting("listeners", parse_listeners, "PLAINTEXT://:9092")
+    advertised_listeners_config: tuple[Endpoint, ...] | None = setting("advertised.listeners", parse_listeners, None)
+    controller_listener_names: tuple[str, ...] = setting("controller.listener.names", parse_listener_names, "")
+    security_protocol_map_config: tuple[tuple[str, SecurityProtocol], ...] | None = setting("listener.security.protocol.map", parse_security_protocol_map, None)
+    inter_broker_listener_name_config: str | None = setting("inter.broker.listener.name", _listener_name, None)
+    socket_request_max_bytes: int = setting("socket.request.max.bytes", INT, "104857600", at_least(1))
+
+    # --- storage (log.dirs; the metadata log, KRaftConfigs) -----------------------------
+    log_dirs_config: tuple[str, ...] | None = setting("log.dirs", parse_paths, None)
+    log_dir: str = setting("log.dir", STRING, "/tmp/kafka-logs")
+    metadata_log_dir_config: str | None = setting("metadata.log.dir", STRING, None)
+    metadata_log_segment_bytes: int = setting("metadata.log.segment.bytes", INT, "1073741824", at_least(12))
+    metadata_log_segment_ms: int = setting("metadata.log.segment.ms", LONG, "604800000", at_least(1))
+    metadata_max_retention_bytes: int = setting("metadata.max.retention.bytes", LONG, "104857600")
+    metadata_max_retention_ms: int = setting("metadata.max.retention.ms", LONG, "604800000")
+
+    # --- data logs (ServerLogConfigs) -------------------------------------------------
+    log_segment_bytes: int = setting("log.segment.bytes", INT, "1073741824", at_least(14))
+    log_retention_ms_config: int | None = setting("log.retention.ms", LONG, None)
+    log_retention_minutes: int | None = setting("log.retention.minutes", INT, None)
+    log_retention_hours: int = setting("log.retention.hours", INT, "168")
+    log_retention_bytes: int = setting("log.retention.bytes", LONG, "-1")
+    log_retention_check_interval_ms: int = setting("log.retention.check.interval.ms", LONG, "300000", at_least(1))
+    log_flush_interval_messages: int = setting("log.flush.interval.messages", LONG, "9223372036854775807", at_least(1))
+    log_flush_interval_ms: int | None = setting("log.flush.interval.ms", LONG, None, at_least(0))
+
+    # --- brokers, replication, groups -------------------------------------------------
+    broker_heartbeat_interval_ms: int = setting("broker.heartbeat.interval.ms", INT, "2000", at_least(1))
+    broker_session_timeout_ms: int = setting("broker.session.timeout.ms", INT, "9000", at_least(1))
+    replica_lag_time_max_ms: int = setting("replica.lag.time.max.ms", LONG, "30000", at_least(1))
+    num_partitions: int = setting("num.partitions", INT, "1", at_least(1))
+    default_replication_factor: int = setting("default.replication.factor", INT, "1", at_least(1))
+    min_insync_replicas: int = setting("min.insync.replicas", INT, "1", at_least(1))
+    unclean_leader_election_enable: bool = setting("unclean.leader.election.enable", BOOLEAN, "false")
+    auto_leader_rebalance_enable: bool = setting("auto.leader.rebalance.enable", BOOLEAN, "true")
+    group_initial_rebalance_delay_ms: int = setting("group.initial.rebalance.delay.ms", INT, "3000", at_least(0))
+
+    # --- roles ----------------------------------------------------------------
+    @property
+    def is_controller(self) -> bool:
+        return ProcessRole.CONTROLLER in self.process_roles
+
+    @property
+    def is_broker(self) -> bool:
+        return ProcessRole.BROKER in self.process_roles
+
+    @property
+    def voter_ids(self) -> frozenset[int]:
+        return frozenset(v.node_id for v in self.quorum_voters)
+
+    # --- storage --------------------------------------------------------------
+    @property
+    def log_dirs(self) -> tuple[str, ...]:
+        """``log.dirs`` if set, else ``log.dir`` (both comma-separated lists)."""
+        if self.log_dirs_config is not None:
+            return self.log_dirs_config
+        return parse_paths(self.log_dir)
+
+    @property
+    def metadata_log_dir(self) -> str:
+        """``metadata.log.dir`` if set, else the first log directory."""
+        if self.metadata_log_dir_config is not None:
+            return self.metadata_log_dir_config
+        assert self.log_dirs, "validation guarantees at least one log directory"
+        return self.log_dirs[0]
+
+    @property
+    def log_retention_ms(self) -> int:
+        """Retention in ms from ms, minutes or hours (first one set); -1 = unlimited."""
+        if self.log_retention_ms_config is not None:
+            millis = self.log_retention_ms_config
+        elif self.log_retention_minutes is not None:
+            millis = self.log_retention_minutes * _MS_PER_MINUTE
+        else:
+            millis = self.log_retention_hours * _MS_PER_HOUR
+        return -1 if millis < 0 else millis
+
+    # --- listeners ------------------------------------------------------------
+    @property
+    def security_protocol_map(self) -> dict[str, SecurityProtocol]:
+        """Listener name -> protocol; as in Kafka's KRaft mode, when the map is
+        not set, controller listener names map to PLAINTEXT."""
+        if self.security_protocol_map_config is not None:
+            return dict(self.security_protocol_map_config)
+        protocols = dict(DEFAULT_SECURITY_PROTOCOL_MAP)
+        for name in self.controller_listener_names:
+            protocols.setdefault(name, SecurityProtocol.PLAINTEXT)
+        return protocols
+
+    @property
+    def advertised_listeners(self) -> tuple[Endpoint, ...]:
+        if self.advertised_listeners_config is not None:
+            return self.advertised_listeners_config
+        return self.listeners
+
+    @property
+    def controller_listeners(self) -> tuple[Endpoint, ...]:
+        """The listeners this node binds for controller traffic."""
+        names = self.controller_listener_names
+        return tuple(e for e in self.listeners if e.listener_name in names)
+
+    @property
+    def advertised_controller_listeners(self) -> tuple[Endpoint, ...]:
+        """Per controller listener name (in order): advertised if given, else bound."""
+        result = []
+        for name in self.controller_listener_names:
+            found = [e for e in self.advertised_listeners if e.listener_name == name]
+            found += [e for e in self.listeners if e.listener_name == name]
+            result.extend(found[:1])
+        return tuple(result)
+
+    @property
+    def advertised_broker_listeners(self) -> tuple[Endpoint, ...]:
+        names = self.controller_listener_names
+        return tuple(e for e in self.advertised_listeners if e.listener_name not in names)
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        """``inter.broker.listener.name``, else the PLAINTEXT listener (Kafka's default)."""
+        return self.inter_broker_listener_name_config or SecurityProtocol.PLAINTEXT.value
