@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-__all__ = ["majority_size", "majority_end_offset", "has_majority"]
+__all__ = ["has_majority", "majority_end_offset", "majority_size"]
 
 
 def majority_size(voter_count: int) -> int:

@@ -1,0 +1,123 @@
+"""The sparse offset index of one segment (Kafka's ``.index`` file).
+
+Each entry is 8 bytes, big-endian: the offset relative to the segment's base
+offset (int32) and the byte position of the batch that starts at that offset
+(int32).  An entry is added when more than ``index_interval_bytes`` were
+written since the previous one, so a lookup lands at most that many bytes
+before the wanted batch.  The entries live in memory; the file is a cache of
+them that is rewritten when it disagrees (recovery rebuilds the tail's index
+from the log itself, so the index file never needs an fsync of its own).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from array import array
+from pathlib import Path
+from typing import Final
+
+__all__ = ["ENTRY_SIZE", "OffsetIndex"]
+
+ENTRY_SIZE: Final = 8
+_ENTRY: Final = struct.Struct(">ii")
+
+
+class OffsetIndex:
+    """Relative offset -> position entries of one segment, persisted to ``path``."""
+
+    __slots__ = ("_persisted", "_positions", "_relative", "base_offset", "path")
+
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self._relative: array[int] = array("i")
+        self._positions: array[int] = array("i")
+        self._persisted = 0
+
+    def __len__(self) -> int:
+        return len(self._relative)
+
+    def entries(self) -> list[tuple[int, int]]:
+        """(absolute offset, position) pairs, in order."""
+        return [
+            (self.base_offset + rel, pos)
+            for rel, pos in zip(self._relative, self._positions, strict=True)
+        ]
+
+    def append(self, offset: int, position: int) -> None:
+        relative = offset - self.base_offset
+        assert 0 <= relative < 2**31 and 0 <= position < 2**31, (offset, position)
+        assert not self._relative or (
+            relative > self._relative[-1] and position > self._positions[-1]
+        ), "index entries must increase"
+        self._relative.append(relative)
+        self._positions.append(position)
+
+    def lookup(self, offset: int) -> int:
+        """Position of the last indexed batch starting at or before ``offset`` (0 if none)."""
+        index = bisect.bisect_right(self._relative, offset - self.base_offset) - 1
+        return self._positions[index] if index >= 0 else 0
+
+    def truncate_at_position(self, position: int) -> None:
+        """Drop the entries of batches at or after byte ``position``."""
+        keep = bisect.bisect_left(self._positions, position)
+        del self._relative[keep:]
+        del self._positions[keep:]
+        if self._persisted > keep:
+            self._persisted = keep
+            with open(self.path, "r+b") as file:
+                file.truncate(keep * ENTRY_SIZE)
+
+    def to_bytes(self) -> bytes:
+        return b"".join(
+            _ENTRY.pack(rel, pos) for rel, pos in zip(self._relative, self._positions, strict=True)
+        )
+
+    def persist(self) -> None:
+        """Write the entries added since the last call to the index file."""
+        if self._persisted == len(self._relative):
+            return
+        tail = b"".join(
+            _ENTRY.pack(self._relative[i], self._positions[i])
+            for i in range(self._persisted, len(self._relative))
+        )
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.pwrite(fd, tail, self._persisted * ENTRY_SIZE)
+        finally:
+            os.close(fd)
+        self._persisted = len(self._relative)
+
+    def replace_file_if_stale(self) -> bool:
+        """Make the file hold exactly the in-memory entries; True if it had to change."""
+        wanted = self.to_bytes()
+        try:
+            current = self.path.read_bytes()
+        except FileNotFoundError:
+            current = None
+        if current != wanted:
+            self.path.write_bytes(wanted)
+        self._persisted = len(self._relative)
+        return current != wanted
+
+    @classmethod
+    def load(cls, path: Path, base_offset: int, segment_size: int) -> OffsetIndex | None:
+        """Read an index file; None if it is missing or not plausible for the segment."""
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        if len(data) % ENTRY_SIZE:
+            return None
+        index = cls(path, base_offset)
+        for rel, pos in _ENTRY.iter_unpack(data):
+            if rel < 0 or not 0 <= pos < segment_size:
+                return None
+            if index._relative and (rel <= index._relative[-1] or pos <= index._positions[-1]):
+                return None
+            index._relative.append(rel)
+            index._positions.append(pos)
+        index._persisted = len(index._relative)
+        return index

@@ -1,0 +1,114 @@
+"""Snapshot files of one log (KIP-630), in the partition directory.
+
+A snapshot with id ``(end offset, epoch)`` is the file
+``<20-digit end offset>-<10-digit epoch>.checkpoint``.  It is written whole to
+``<same name>.checkpoint.part``, fsynced, renamed into place and the directory
+fsynced, so a crash leaves either no snapshot or the complete one; leftover
+``.part`` files (and Kafka's ``.checkpoint.deleted``) are removed on open.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Final
+
+from quorum.log.errors import OffsetOutOfRangeError, SnapshotNotFoundError
+from quorum.log.fileio import atomic_write, fsync_dir
+from quorum.log.protocol import OffsetAndEpoch
+
+__all__ = [
+    "PARTIAL_SUFFIX",
+    "SNAPSHOT_SUFFIX",
+    "SnapshotStore",
+    "snapshot_file_name",
+]
+
+SNAPSHOT_SUFFIX: Final = ".checkpoint"
+PARTIAL_SUFFIX: Final = ".checkpoint.part"
+DELETED_SUFFIX: Final = ".checkpoint.deleted"
+_NAME: Final = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+
+logger = logging.getLogger("quorum.log")
+
+
+def snapshot_file_name(snapshot_id: OffsetAndEpoch) -> str:
+    return f"{snapshot_id.offset:020d}-{snapshot_id.epoch:010d}{SNAPSHOT_SUFFIX}"
+
+
+class SnapshotStore:
+    """The snapshots held in ``directory``: create, read, list, delete."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+        self._ids: set[OffsetAndEpoch] = set()
+        for path in directory.iterdir():
+            name = path.name
+            if name.endswith((PARTIAL_SUFFIX, DELETED_SUFFIX)):
+                logger.info("removing unfinished or deleted snapshot file %s", path)
+                path.unlink()
+                continue
+            match = _NAME.match(name)
+            if match:
+                self._ids.add(OffsetAndEpoch(int(match[1]), int(match[2])))
+
+    def ids(self) -> list[OffsetAndEpoch]:
+        return sorted(self._ids)
+
+    @property
+    def latest(self) -> OffsetAndEpoch | None:
+        return max(self._ids) if self._ids else None
+
+    @property
+    def earliest(self) -> OffsetAndEpoch | None:
+        return min(self._ids) if self._ids else None
+
+    def path_of(self, snapshot_id: OffsetAndEpoch) -> Path:
+        return self._directory / snapshot_file_name(snapshot_id)
+
+    def create(self, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
+        """Write a snapshot atomically; False (and no write) if the id exists."""
+        if snapshot_id.offset < 0 or snapshot_id.epoch < 0:
+            raise ValueError(f"snapshot id {snapshot_id} has a negative offset or epoch")
+        if snapshot_id in self._ids:
+            return False
+        path = self.path_of(snapshot_id)
+        atomic_write(path, bytes(data), tmp_suffix=".part")
+        self._ids.add(snapshot_id)
+        return True
+
+    def _existing(self, snapshot_id: OffsetAndEpoch) -> Path:
+        if snapshot_id not in self._ids:
+            raise SnapshotNotFoundError(
+                f"no snapshot {snapshot_id} in {self._directory} "
+                f"(held: {[(i.offset, i.epoch) for i in self.ids()]})"
+            )
+        return self.path_of(snapshot_id)
+
+    def size(self, snapshot_id: OffsetAndEpoch) -> int:
+        return self._existing(snapshot_id).stat().st_size
+
+    def read(
+        self, snapshot_id: OffsetAndEpoch, position: int = 0, max_bytes: int | None = None
+    ) -> bytes:
+        path = self._existing(snapshot_id)
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if not 0 <= position <= size:
+                raise OffsetOutOfRangeError(
+                    f"snapshot {path.name} has {size} bytes; position {position} is outside it"
+                )
+            length = size - position if max_bytes is None else min(size - position, max_bytes)
+            return os.pread(file.fileno(), length, position)
+
+    def delete_before(self, snapshot_id: OffsetAndEpoch) -> int:
+        """Delete every snapshot older than ``snapshot_id``; returns how many."""
+        old = [i for i in self._ids if i < snapshot_id]
+        for item in old:
+            self.path_of(item).unlink(missing_ok=True)
+            self._ids.discard(item)
+        if old:
+            fsync_dir(self._directory)
+        return len(old)
