@@ -247,13 +247,13 @@ class Emitter:
             v = Versions.parse(f["versions"])
             if v is None or not v.overlaps(self.low, self.high):
                 continue
-            lines.extend(self.field_lines(cls_name, f))
+            lines.extend(self.field_lines(f))
         head = [decorator] if decorator else []
         head += ["@attrs.frozen(kw_only=True)", f"class {cls_name}:"]
         self.classes.append("\n".join(head + (lines or ["    pass"])))
         self.names.append(cls_name)
 
-    def field_lines(self, owner: str, f: Schema) -> list[str]:
+    def field_lines(self, f: Schema) -> list[str]:
         name = snake(f["name"])
         nullable = self.in_range(f.get("nullableVersions"))
         type_text = f["type"]
@@ -265,7 +265,7 @@ class Emitter:
             self.uses_uuid |= elem == "uuid"
             wire = f"array({const})" if is_array else const
         else:
-            py = self.nested_class(owner, f, elem)
+            py = self.nested_class(f, elem)
             wire = f"array({py})" if is_array else f"struct({py})"
             self.constants.add("array" if is_array else "struct")
         ann = f"tuple[{py}, ...]" if is_array else py
@@ -281,7 +281,7 @@ class Emitter:
             return [f"    {name}: {ann} = field(", joined, "    )"]
         return [f"    {name}: {ann} = field(", *(f"        {a}," for a in args), "    )"]
 
-    def nested_class(self, owner: str, f: Schema, elem: str) -> str:
+    def nested_class(self, f: Schema, elem: str) -> str:
         message, api = self.context
         cls_name = struct_class_name(message, elem, api)
         if cls_name not in self.names:
@@ -321,7 +321,7 @@ class Emitter:
             return "default=None"
         if elem == "bool":
             return f"default={raw == 'true'}" if raw else "default=False"
-        if elem in ("string",):
+        if elem == "string":
             return f"default={json.dumps(raw or '')}"
         if elem in ("bytes", "records"):
             return 'default=b""'
@@ -382,11 +382,6 @@ def em_key(schema_dir: Path, api: str) -> int:
 
 
 def assemble(module: str, em: Emitter, registrations: list[str]) -> str:
-    # isort order as ruff applies it: constants, then functions, numbers naturally
-    wire_names = sorted(
-        (c for c in em.constants if c != "ZERO_UUID"),
-        key=lambda n: (n.islower(), re.sub(r"\d+", lambda m: m[0].zfill(3), n)),
-    )
     imports = ["from __future__ import annotations", ""]
     if em.uses_uuid:
         imports.append("import uuid")
@@ -397,8 +392,9 @@ def assemble(module: str, em: Emitter, registrations: list[str]) -> str:
     imports += ["import attrs", ""]
     if registrations:
         imports.append("from quorum.wire.apis import ApiSpec, register_api")
+    # isort order as ruff applies it: constants, then functions, numbers naturally
     schema_names = sorted(
-        [*wire_names, "field", "message"],
+        [*(c for c in em.constants if c != "ZERO_UUID"), "field", "message"],
         key=lambda n: (n.islower(), re.sub(r"\d+", lambda m: m[0].zfill(3), n)),
     )
     line = f"from quorum.wire.schema import {', '.join(schema_names)}"
@@ -411,8 +407,6 @@ def assemble(module: str, em: Emitter, registrations: list[str]) -> str:
     imports.append(line)
     if "ZERO_UUID" in em.constants:
         imports.append("from quorum.wire.uuids import ZERO_UUID")
-    if em.uses_uuid and "ZERO_UUID" not in em.constants:
-        raise AssertionError("uuid fields always default to ZERO_UUID")
     all_names = "\n".join(f'    "{n}",' for n in sorted(em.names, key=isort_key))
     doc = (
         f'"""{MODULE_DOCS[module]}\n\n'
