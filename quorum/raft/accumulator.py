@@ -1,0 +1,70 @@
+"""Adaptive batching of the leader's appends.
+
+Design (ARCHITECTURE.md section 3): when nothing the leader wrote is still
+uncommitted, a proposal is appended at once, so a lone writer pays no linger;
+while a batch is in flight, proposals gather until it commits or until
+``append_linger_ms`` after the first of them, so many writers share a batch
+(and one fsync). It lives in the core, not the driver, because "in flight"
+is a fact about the high watermark and the linger is one more deadline of the
+core's ``next_deadline_ms``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["RECORD_OVERHEAD_BYTES", "Accumulator"]
+
+# a generous bound on a record's framing inside a batch (length, deltas, key)
+RECORD_OVERHEAD_BYTES = 24
+
+
+class Accumulator:
+    def __init__(self, *, linger_ms: int, max_batch_bytes: int) -> None:
+        self._linger_ms = linger_ms
+        self._max_batch_bytes = max_batch_bytes
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._first_at_ms: int | None = None
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def add(self, payloads: Sequence[bytes], now_ms: int) -> None:
+        if not self._pending:
+            self._first_at_ms = now_ms
+        self._pending.extend(payloads)
+        self._pending_bytes += sum(len(p) + RECORD_OVERHEAD_BYTES for p in payloads)
+
+    def deadline_ms(self) -> int | None:
+        if self._first_at_ms is None:
+            return None
+        return self._first_at_ms + self._linger_ms
+
+    def is_due(self, now_ms: int, *, in_flight: bool) -> bool:
+        if not self._pending:
+            return False
+        deadline = self.deadline_ms()
+        return (
+            not in_flight
+            or (deadline is not None and now_ms >= deadline)
+            or self._pending_bytes >= self._max_batch_bytes
+        )
+
+    def drain(self) -> list[list[bytes]]:
+        """The pending payloads in order, cut into batches of at most the max batch size."""
+        chunks: list[list[bytes]] = []
+        current: list[bytes] = []
+        size = 0
+        for payload in self._pending:
+            cost = len(payload) + RECORD_OVERHEAD_BYTES
+            if current and size + cost > self._max_batch_bytes:
+                chunks.append(current)
+                current, size = [], 0
+            current.append(payload)
+            size += cost
+        if current:
+            chunks.append(current)
+        self._pending, self._pending_bytes, self._first_at_ms = [], 0, None
+        return chunks

@@ -1,0 +1,62 @@
+"""Timing and size settings of the Raft core, with Kafka's defaults.
+
+The names are Kafka's ``controller.quorum.*`` settings without the prefix; the
+driver maps a ``.properties`` file onto this class once, at the boundary.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+
+__all__ = [
+    "DEFAULT_FETCH_MAX_WAIT_MS",
+    "MAX_BATCH_SIZE_BYTES",
+    "OBSERVER_SESSION_TIMEOUT_MS",
+    "RaftConfig",
+]
+
+# Hard-coded in Kafka's KRaft client, not settings.
+DEFAULT_FETCH_MAX_WAIT_MS: Final = 500
+MAX_BATCH_SIZE_BYTES: Final = 8 * 1024 * 1024
+OBSERVER_SESSION_TIMEOUT_MS: Final = 300_000
+
+
+def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value <= 0:
+        raise ValueError(f"{attribute.name} must be positive, got {value}")
+
+
+def _not_negative(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 0:
+        raise ValueError(f"{attribute.name} must not be negative, got {value}")
+
+
+@attrs.frozen(kw_only=True)
+class RaftConfig:
+    """Timeouts in milliseconds; the election timeout is drawn from [T, 2T)."""
+
+    election_timeout_ms: int = attrs.field(default=1000, validator=_positive)
+    fetch_timeout_ms: int = attrs.field(default=2000, validator=_positive)
+    election_backoff_max_ms: int = attrs.field(default=1000, validator=_positive)
+    request_timeout_ms: int = attrs.field(default=2000, validator=_positive)
+    retry_backoff_ms: int = attrs.field(default=20, validator=_not_negative)
+    append_linger_ms: int = attrs.field(default=25, validator=_not_negative)
+    fetch_max_wait_ms: int = attrs.field(default=DEFAULT_FETCH_MAX_WAIT_MS, validator=_not_negative)
+    fetch_max_bytes: int = attrs.field(default=MAX_BATCH_SIZE_BYTES, validator=_positive)
+    max_batch_size_bytes: int = attrs.field(default=MAX_BATCH_SIZE_BYTES, validator=_positive)
+    # Item 2 of the Raft issue: how long a follower whose connection to the
+    # leader failed waits per rank step before it starts a pre-vote.
+    fast_failover_step_ms: int = attrs.field(default=50, validator=_not_negative)
+    fast_failover_enabled: bool = True
+
+    @property
+    def check_quorum_timeout_ms(self) -> int:
+        """A leader with no fetch from a majority for this long resigns."""
+        return self.fetch_timeout_ms * 3 // 2
+
+    @property
+    def begin_quorum_interval_ms(self) -> int:
+        """BeginQuorumEpoch is re-sent to voters silent for this long."""
+        return self.fetch_timeout_ms // 2

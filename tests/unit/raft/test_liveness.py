@@ -1,0 +1,193 @@
+"""Timers: check quorum, fetch timeouts, resignation, BeginQuorumEpoch, faster failover."""
+
+from __future__ import annotations
+
+from quorum.raft.config import RaftConfig
+from quorum.raft.rpc import EpochAnswer
+from quorum.raft.states import Follower, Leader, Prospective, Resigned, Unattached
+from quorum.wire.messages import BeginQuorumEpochRequest, EndQuorumEpochRequest, VoteRequest
+
+from .builders import (
+    begin_epoch_request,
+    end_epoch_request,
+    fetch_request,
+    make_leader,
+    new_core,
+    reply,
+    requests_in,
+)
+from .harness import TEST_CONFIG, Cluster
+
+
+def test_check_quorum_makes_an_isolated_leader_resign() -> None:
+    cluster = Cluster([1, 2, 3], seed=51)
+    leader = cluster.elect()
+    cluster.network.isolate(leader.node_id, (1, 2, 3))
+    isolated_at = cluster.now_ms
+    assert cluster.run_until(lambda: not leader.is_leader, 10_000)
+    waited = cluster.now_ms - isolated_at
+    check_quorum = TEST_CONFIG.check_quorum_timeout_ms
+    assert check_quorum - TEST_CONFIG.fetch_timeout_ms <= waited <= check_quorum + 10
+    assert isinstance(leader.state, Resigned | Unattached | Follower)
+
+
+def test_a_single_voter_leader_never_resigns_for_lack_of_fetches() -> None:
+    cluster = Cluster([1], observers=[5])
+    cluster.elect()
+    cluster.network.isolate(1, (1, 5))
+    cluster.run_for(60_000)
+    assert cluster.core(1).is_leader and cluster.core(1).epoch == 1
+
+
+def test_the_leader_re_announces_itself_to_silent_voters() -> None:
+    core = new_core(1)
+    ready = make_leader(core)
+    announced = requests_in(ready, BeginQuorumEpochRequest)
+    assert {d for d, _, _ in announced} == {2, 3}
+    for destination, request_id, _ in announced:
+        core.handle(reply(destination, request_id, EpochAnswer(leader_id=1, leader_epoch=1), "begin"), 10_001)
+    interval = TEST_CONFIG.begin_quorum_interval_ms
+    core.handle(fetch_request(2, 1), 10_000 + interval - 1)  # voter 2 fetches, voter 3 is silent
+    ready = core.poll(10_000 + interval)
+    assert [d for d, _, _ in requests_in(ready, BeginQuorumEpochRequest)] == [3]
+
+
+def test_a_follower_with_no_fetch_for_the_fetch_timeout_starts_a_pre_vote() -> None:
+    core = new_core(2)
+    core.handle(begin_epoch_request(1, epoch=1), 0)
+    core.poll(TEST_CONFIG.fetch_timeout_ms - 1)
+    assert isinstance(core.state, Follower)
+    ready = core.poll(TEST_CONFIG.fetch_timeout_ms)
+    assert isinstance(core.state, Prospective) and core.epoch == 1
+    asks = requests_in(ready, VoteRequest)
+    assert {d for d, _, _ in asks} == {1, 3}
+    assert all(m.topics[0].partitions[0].pre_vote for _, _, m in asks)
+
+
+def test_an_observer_whose_fetch_times_out_looks_for_the_leader_again() -> None:
+    core = new_core(9)
+    core.handle(begin_epoch_request(1, epoch=1), 0)
+    core.poll(TEST_CONFIG.fetch_timeout_ms)
+    assert isinstance(core.state, Unattached) and core.state.leader_id == 1
+    assert core.state.election_deadline_ms is None
+
+
+def test_graceful_resignation_leads_to_a_fast_election() -> None:
+    cluster = Cluster([1, 2, 3], seed=61)
+    leader = cluster.elect()
+    cluster.propose(leader.node_id, [b"a"])
+    cluster.run_for(20)
+    resigned_at = cluster.now_ms
+    cluster.apply(cluster.nodes[leader.node_id], leader.resign(cluster.now_ms))
+    assert isinstance(leader.state, Resigned)
+    assert cluster.run_until(
+        lambda: (new := cluster.leader()) is not None and new.node_id != leader.node_id, 5_000
+    )
+    # far quicker than a fetch timeout: the first successor stands at once
+    assert cluster.now_ms - resigned_at < 100
+    ends = [d for d in cluster.delivered if isinstance(d.envelope.message, EndQuorumEpochRequest)]
+    assert {d.destination for d in ends} == {n for n in (1, 2, 3) if n != leader.node_id}
+
+
+def test_end_quorum_epoch_backoff_orders_the_successors() -> None:
+    config = RaftConfig(election_backoff_max_ms=1000)
+    # (max >> (n - 1)) << (p - 1): positions 0, 1, 2 of three successors
+    expected = {3: 0, 2: 250, 4: 500}
+    for node_id, backoff in expected.items():
+        core = new_core(node_id, voters=(1, 2, 3, 4, 5), config=config)
+        core.handle(begin_epoch_request(1, epoch=1), 0)
+        core.handle(end_epoch_request(1, 1, successors=(3, 2, 4)), 10)
+        state = core.state
+        assert isinstance(state, Follower)
+        assert state.fetch_deadline_ms == 10 + backoff, node_id
+    unlisted = new_core(5, voters=(1, 2, 3, 4, 5), config=config)
+    unlisted.handle(begin_epoch_request(1, epoch=1), 0)
+    unlisted.handle(end_epoch_request(1, 1, successors=(3, 2)), 10)
+    assert isinstance(unlisted.state, Follower) and unlisted.state.fetch_deadline_ms == 1010
+
+
+def test_a_resigned_leader_moves_to_the_next_epoch_after_its_election_timeout() -> None:
+    core = new_core(1)
+    make_leader(core)
+    core.resign(10_001)
+    state = core.state
+    assert isinstance(state, Resigned)
+    ready = core.poll(10_001)
+    assert {d for d, _, _ in requests_in(ready, EndQuorumEpochRequest)} <= {2, 3}
+    core.poll(state.election_deadline_ms)
+    assert isinstance(core.state, Unattached) and core.epoch == 2
+
+
+def test_a_prospective_follows_the_leader_that_announces_itself() -> None:
+    core = new_core(2)
+    core.poll(10_000)
+    assert isinstance(core.state, Prospective)
+    core.handle(begin_epoch_request(3, epoch=1), 10_001)
+    assert isinstance(core.state, Follower) and core.leader_id == 3
+
+
+# -- faster failure detection (issue item 2) ------------------------------------------
+
+
+def failover_time(*, reset_connections: bool, seed: int) -> tuple[int, int]:
+    cluster = Cluster([1, 2, 3], seed=seed)
+    old = cluster.elect()
+    cluster.propose(old.node_id, [b"before"])
+    cluster.run_for(50)
+    crashed_at = cluster.now_ms
+    cluster.crash(old.node_id, reset_connections=reset_connections)
+    assert cluster.run_until(lambda: (lead := cluster.leader()) is not None and lead.high_watermark is not None and lead.epoch > old.epoch, 30_000)
+    new = cluster.leader()
+    assert new is not None
+    return cluster.now_ms - crashed_at, new.epoch - old.epoch
+
+
+def test_a_connection_reset_from_the_leader_gets_a_new_leader_well_before_the_fetch_timeout() -> None:
+    for seed in range(5):
+        fast, epochs = failover_time(reset_connections=True, seed=seed)
+        slow, _ = failover_time(reset_connections=False, seed=seed)
+        assert fast < 100, (seed, fast)
+        assert epochs == 1, "the ranked delay should avoid a split vote"
+        assert slow >= TEST_CONFIG.fetch_timeout_ms
+
+
+def test_a_connection_reset_does_not_disturb_a_healthy_leader() -> None:
+    cluster = Cluster([1, 2, 3], seed=71)
+    leader = cluster.elect()
+    epoch = leader.epoch
+    follower_id = next(n for n in (1, 2, 3) if n != leader.node_id)
+    for _ in range(5):
+        core = cluster.core(follower_id)
+        cluster.apply(cluster.nodes[follower_id], core.connection_failed(leader.node_id, cluster.now_ms))
+        cluster.run_for(200)
+    assert cluster.leader() is leader and leader.epoch == epoch
+    assert cluster.core(follower_id).leader_id == leader.node_id
+
+
+def test_survivors_stand_in_rank_order() -> None:
+    core = new_core(3, voters=(1, 2, 3, 4))
+    core.handle(begin_epoch_request(1, epoch=1), 0)
+    core.connection_failed(1, 100)
+    state = core.state
+    assert isinstance(state, Follower)
+    # survivors 2, 3, 4: node 3 is second, one step after node 2
+    assert state.fetch_deadline_ms == 100 + TEST_CONFIG.fast_failover_step_ms
+    assert isinstance(core.poll(100 + TEST_CONFIG.fast_failover_step_ms), object)
+    assert isinstance(core.state, Prospective)
+
+
+def test_observers_do_not_stand_when_the_leader_connection_fails() -> None:
+    core = new_core(9)
+    core.handle(begin_epoch_request(1, epoch=1), 0)
+    core.connection_failed(1, 100)
+    core.poll(200)
+    assert isinstance(core.state, Follower)
+
+
+def test_a_single_voter_restarting_as_resigned_leads_again() -> None:
+    cluster = Cluster([1])
+    cluster.elect()
+    cluster.crash(1)
+    cluster.restart(1)
+    assert cluster.run_until(lambda: cluster.core(1).is_leader, 10_000)
+    assert isinstance(cluster.core(1).state, Leader) and cluster.core(1).epoch > 1
