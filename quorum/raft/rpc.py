@@ -9,11 +9,12 @@ the wire.
 
 from __future__ import annotations
 
-import enum
-
 import attrs
 
 from quorum.log.protocol import OffsetAndEpoch
+
+# One table of Kafka error codes for the whole project; the core uses its names.
+from quorum.wire.error_codes import Errors as ErrorCode
 
 __all__ = [
     "BeginEpochAsk",
@@ -27,24 +28,6 @@ __all__ = [
     "VoteAnswer",
     "VoteAsk",
 ]
-
-
-class ErrorCode(enum.IntEnum):
-    """The Kafka error codes the Raft core uses (numbers from Kafka's Errors)."""
-
-    UNKNOWN_SERVER_ERROR = -1
-    NONE = 0
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    NOT_LEADER_OR_FOLLOWER = 6
-    REQUEST_TIMED_OUT = 7
-    BROKER_NOT_AVAILABLE = 8
-    CLUSTER_AUTHORIZATION_FAILED = 31
-    UNSUPPORTED_VERSION = 35
-    INVALID_REQUEST = 42
-    FENCED_LEADER_EPOCH = 74
-    UNKNOWN_LEADER_EPOCH = 75
-    INCONSISTENT_CLUSTER_ID = 104
-    INVALID_VOTER_KEY = 125
 
 
 @attrs.frozen(kw_only=True)
