@@ -135,6 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mib", type=int, default=64, help="MiB per no-fsync run")
     parser.add_argument("--fsync-batches", type=int, default=256, help="batches per fsync run")
     args = parser.parse_args(argv)
+    if args.dir:
+        Path(args.dir).mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="bench-log-", dir=args.dir))
     batch = make_batch()
     count = args.mib * MIB // len(batch)
