@@ -1,0 +1,110 @@
+"""The global record of committed batches, and per-log progress against it.
+
+Every batch below any node's high watermark enters the record the first time
+a node exposes it; from then on every node that exposes that offset must
+hold the same bytes (same offsets, epoch, records and CRC). ``LogProgress``
+measures how long a prefix of one log matches the record, incrementally, so
+checking after every event stays cheap.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from quorum.log import MemoryLog
+from quorum.wire.batch import BatchHeader, iter_batch_headers
+from quorum.wire.records import decode_batch
+
+__all__ = ["CommittedRecord", "InvariantViolation", "LogProgress"]
+
+
+class InvariantViolation(AssertionError):
+    """A safety property of the simulated cluster is broken."""
+
+
+class CommittedRecord:
+    def __init__(self) -> None:
+        self._bases: list[int] = []
+        self._data: list[bytes] = []
+        self.end = 0  # every offset below is committed
+
+    def batch_at(self, base_offset: int) -> bytes | None:
+        index = bisect.bisect_left(self._bases, base_offset)
+        if index < len(self._bases) and self._bases[index] == base_offset:
+            return self._data[index]
+        return None
+
+    def absorb(self, node_id: int, log: MemoryLog, start: int, high_watermark: int) -> int:
+        """Compare or add the node's whole batches in [start, high watermark); the new start."""
+        if start >= high_watermark or start >= log.log_end_offset:
+            return start
+        read = log.read(start, 1 << 40, max_offset=high_watermark)
+        data = bytes(read.records)
+        position = start
+        for pos, header in iter_batch_headers(data, check_crc=False):
+            if header.last_offset < start:
+                continue
+            batch = data[pos : pos + header.size]
+            self._compare_or_add(node_id, header, batch)
+            position = header.next_offset
+        return position
+
+    def _compare_or_add(self, node_id: int, header: BatchHeader, batch: bytes) -> None:
+        base = header.base_offset
+        if base < self.end:
+            known = self.batch_at(base)
+            if known != batch:
+                raise InvariantViolation(
+                    f"node {node_id} exposes a batch at offset {base} (epoch "
+                    f"{header.partition_leader_epoch}) that differs from the committed one"
+                )
+            return
+        if base != self.end:
+            raise InvariantViolation(
+                f"node {node_id} exposes offset {base} but the committed record ends at {self.end}"
+            )
+        self._bases.append(base)
+        self._data.append(batch)
+        self.end = header.next_offset
+
+    def values(self, start: int, end: int) -> list[bytes | None]:
+        """The record values at offsets [start, end) (all inside the record)."""
+        assert end <= self.end, (start, end, self.end)
+        index = bisect.bisect_right(self._bases, start) - 1
+        found: list[bytes | None] = []
+        while index < len(self._bases) and self._bases[index] < end:
+            batch = decode_batch(self._data[index])
+            for i, record in enumerate(batch.records):
+                offset = batch.header.base_offset + i
+                if start <= offset < end:
+                    found.append(record.value)
+            index += 1
+        return found
+
+
+class LogProgress:
+    """How far one log's prefix is known to match the committed record."""
+
+    def __init__(self, log: MemoryLog) -> None:
+        self.log = log
+        self.matches_to = 0
+
+    def lost(self, offset: int) -> None:
+        self.matches_to = min(self.matches_to, offset)
+
+    def advance(self, record: CommittedRecord) -> int:
+        log = self.log
+        while self.matches_to < min(record.end, log.log_end_offset):
+            read = log.read(self.matches_to, 1)
+            header = BatchHeader.parse(read.records)
+            expected = record.batch_at(header.base_offset)
+            if header.base_offset != self.matches_to or expected is None:
+                break
+            if bytes(read.records[: header.size]) != expected:
+                break
+            self.matches_to = header.next_offset
+        return self.matches_to
+
+    @property
+    def durable_match(self) -> int:
+        return min(self.matches_to, self.log.flushed_offset)

@@ -1,0 +1,157 @@
+"""Safety invariants, checked after every event (Kafka's RaftEventSimulationTest list, and more).
+
+* one leader per epoch, across all time, from live cores and every durable
+  quorum-state file;
+* durable epochs never decrease on a node; an idle core's epoch is its durable epoch;
+* no node's high watermark goes backwards within one life (so neither does the
+  leader's within its term);
+* committed batches (below any node's high watermark) are identical on every
+  node that exposes them, and a node never truncates below its high watermark;
+* a majority of voters holds the whole committed prefix in its *durable* log;
+* a proposal acknowledged by its leader is in the committed record at its offsets;
+* observers never stand, lead or vote.
+
+A wiped disk breaks what the node cannot keep; ``wiped`` switches off its epoch
+monotonicity and, as Kafka's test does, the majority check.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from quorum.raft.quorum_math import majority_size
+
+from .committed import CommittedRecord, InvariantViolation, LogProgress
+
+if TYPE_CHECKING:
+    from .driver import SimNode
+    from .simulator import Simulation
+
+__all__ = ["Invariants"]
+
+_NEVER_FOR_OBSERVERS = frozenset({"Prospective", "Candidate", "Leader", "Resigned"})
+
+
+def _fail(message: str) -> None:
+    raise InvariantViolation(message)
+
+
+class Invariants:
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.record = CommittedRecord()
+        self.leaders: dict[int, int] = {}  # epoch -> its leader, over all time
+        self.majority_check = True
+        self._epoch_exempt: set[int] = set()
+        self._durable_epoch: dict[int, int] = {}
+        # per node: (life, highest epoch, highest HW, offset verified below the HW)
+        self._life: dict[int, tuple[int, int, int, int]] = {}
+        self._progress: dict[int, LogProgress] = {}
+
+    def wiped(self, node_id: int) -> None:
+        self._epoch_exempt.add(node_id)
+        self._durable_epoch.pop(node_id, None)
+        self.majority_check = False
+
+    def check(self) -> None:
+        for node in self.sim.nodes.values():
+            lost = node.disk.log.take_lost_from()
+            self._check_epochs(node)
+            self._check_life(node, lost)
+            self._check_progress(node, lost)
+            if not node.is_voter:
+                self._check_observer(node)
+        self._check_majority()
+        self._check_acknowledged()
+
+    # -- leaders and epochs --------------------------------------------------------------
+
+    def _claim(self, epoch: int, leader_id: int, source: str) -> None:
+        known = self.leaders.setdefault(epoch, leader_id)
+        if known != leader_id:
+            _fail(f"epoch {epoch} has two leaders: {known} and {leader_id} ({source})")
+
+    def _check_epochs(self, node: SimNode) -> None:
+        stored = node.disk.election
+        if stored is not None:
+            if stored.leader_id is not None:
+                self._claim(stored.epoch, stored.leader_id, f"quorum-state of node {node.node_id}")
+            before = self._durable_epoch.get(node.node_id, 0)
+            if stored.epoch < before and node.node_id not in self._epoch_exempt:
+                _fail(f"node {node.node_id}'s durable epoch fell from {before} to {stored.epoch}")
+            self._durable_epoch[node.node_id] = stored.epoch
+        core = node.core
+        if core is None:
+            return
+        if core.is_leader:
+            self._claim(core.epoch, node.node_id, f"node {node.node_id} leads")
+        if not node.busy and stored is not None and core.epoch != stored.epoch:
+            _fail(
+                f"node {node.node_id} is idle in epoch {core.epoch} but its quorum-state "
+                f"holds epoch {stored.epoch}"
+            )
+
+    def _check_observer(self, node: SimNode) -> None:
+        if node.core is not None and node.core.role in _NEVER_FOR_OBSERVERS:
+            _fail(f"observer {node.node_id} became {node.core.role}")
+        stored = node.disk.election
+        if stored is not None and stored.voted_id is not None:
+            _fail(f"observer {node.node_id} voted for {stored.voted_id}")
+
+    # -- high watermarks and the committed record -----------------------------------------
+
+    def _check_life(self, node: SimNode, lost: int | None) -> None:
+        core = node.core
+        if core is None:
+            self._life.pop(node.node_id, None)
+            return
+        life, top_epoch, top_hw, verified = self._life.get(
+            node.node_id, (node.incarnation, 0, 0, 0)
+        )
+        if life != node.incarnation:
+            life, top_epoch, top_hw, verified = node.incarnation, 0, 0, 0
+        elif lost is not None and lost < verified:
+            _fail(f"node {node.node_id} truncated to {lost}, below its high watermark {verified}")
+        if core.epoch < top_epoch:
+            _fail(f"node {node.node_id}'s epoch fell from {top_epoch} to {core.epoch}")
+        hw = core.high_watermark
+        if hw is not None:
+            if hw < top_hw:
+                _fail(f"node {node.node_id}'s high watermark fell from {top_hw} to {hw}")
+            top_hw = hw
+            verified = self.record.absorb(node.node_id, node.disk.log, verified, hw)
+        self._life[node.node_id] = (life, max(top_epoch, core.epoch), top_hw, verified)
+
+    def _check_progress(self, node: SimNode, lost: int | None) -> None:
+        progress = self._progress.get(node.node_id)
+        if progress is None or progress.log is not node.disk.log:
+            progress = self._progress[node.node_id] = LogProgress(node.disk.log)
+        elif lost is not None:
+            progress.lost(lost)
+
+    def _check_majority(self) -> None:
+        if not self.majority_check or self.record.end == 0:
+            return
+        holders = []
+        for node in self.sim.nodes.values():
+            progress = self._progress[node.node_id]
+            progress.advance(self.record)
+            if node.is_voter and progress.durable_match >= self.record.end:
+                holders.append(node.node_id)
+        if len(holders) < majority_size(len(self.sim.voters)):
+            _fail(
+                f"only voters {holders} hold the committed prefix (to offset "
+                f"{self.record.end}) on disk: not a majority of {sorted(self.sim.voters)}"
+            )
+
+    def _check_acknowledged(self) -> None:
+        for proposal in self.sim.client.take_acknowledged():
+            span = proposal.accepted
+            assert span is not None
+            if span.end > self.record.end:
+                _fail(
+                    f"{proposal} was acknowledged beyond the committed record ({self.record.end})"
+                )
+            found = self.record.values(span.start, span.end)
+            if found != list(proposal.payloads):
+                _fail(f"{proposal} was acknowledged but offsets {span} hold {found}")

@@ -1,0 +1,135 @@
+"""The invariants can fail: broken drivers, broken cores and tampered state are caught."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import attrs
+import pytest
+
+import quorum.raft.election
+import quorum.raft.leadership
+from quorum.log import MemoryLog
+from quorum.raft.output import Ready
+from quorum.raft.states import ElectionState
+from quorum.wire.records import build_batch_from_values
+
+from .committed import CommittedRecord, InvariantViolation
+from .driver import SimNode
+from .liveness import require_convergence
+from .runner import run_scenario, simulation_for
+from .simulator import SimError, Simulation
+
+FEW_SEEDS = range(5)
+
+
+class EagerNode(SimNode):
+    """A broken driver: it sends what must wait for fsync at once."""
+
+    def _apply(self, label: str, ready: Ready) -> None:
+        if ready.send_after_durable:
+            self.sim.send(self, ready.send_after_durable)
+            ready = attrs.evolve(ready, send_after_durable=())
+        super()._apply(label, ready)
+
+
+def failures(scenario: str, **kwargs: type[SimNode]) -> list[str]:
+    found = []
+    for seed in FEW_SEEDS:
+        try:
+            run_scenario(scenario, seed, **kwargs)
+        except SimError as error:
+            found.append(str(error))
+    return found
+
+
+def test_a_driver_that_sends_before_fsync_is_caught() -> None:
+    found = failures("random_mix", node_class=EagerNode)
+    assert found and all("on disk: not a majority" in f for f in found)
+
+
+def test_a_leader_that_counts_only_itself_for_the_high_watermark_is_caught() -> None:
+    def any_one(ends: dict[int, int | None], voters: frozenset[int]) -> int | None:
+        return max((e for e in ends.values() if e is not None), default=None)
+
+    with mock.patch.object(quorum.raft.leadership, "majority_end_offset", any_one):
+        assert len(failures("steady_appends")) == len(FEW_SEEDS)
+
+
+def test_votes_for_stale_logs_are_caught() -> None:
+    with mock.patch.object(quorum.raft.election, "_log_is_up_to_date", lambda ctx, ask: True):
+        assert failures("leader_crash")
+
+
+# -- tampered state ----------------------------------------------------------------------------
+
+
+def settled(seed: int = 0) -> Simulation:
+    sim = simulation_for("steady_appends", seed)
+    sim.start_all()
+    sim.client.start(20)
+    sim.run_for(3_000)
+    require_convergence(sim)
+    return sim
+
+
+def a_follower(sim: Simulation) -> SimNode:
+    return next(n for n in sim.live_voters() if not n.raft.is_leader)
+
+
+def test_a_second_leader_named_for_an_epoch_is_caught() -> None:
+    sim = settled()
+    leader = sim.leader()
+    assert leader is not None
+    follower = a_follower(sim)
+    follower.disk.election = ElectionState(leader.epoch, follower.node_id, follower.node_id)
+    with pytest.raises(InvariantViolation, match="has two leaders"):
+        sim.invariants.check()
+
+
+def test_a_durable_epoch_going_back_is_caught() -> None:
+    sim = settled()
+    follower = a_follower(sim)
+    follower.kill()
+    sim.invariants.check()
+    follower.disk.election = ElectionState(0)
+    with pytest.raises(InvariantViolation, match="durable epoch fell"):
+        sim.invariants.check()
+
+
+def test_truncating_below_the_high_watermark_is_caught() -> None:
+    sim = settled()
+    follower = a_follower(sim)
+    follower.disk.log.truncate_to(1)
+    with pytest.raises(InvariantViolation, match="below its high watermark"):
+        sim.invariants.check()
+
+
+def test_losing_the_committed_prefix_on_a_majority_is_caught() -> None:
+    sim = settled()
+    for node in sim.live_voters()[: len(sim.voters) // 2 + 1]:
+        node.kill()
+        node.disk.log.truncate_to(0)
+    with pytest.raises(InvariantViolation, match="not a majority"):
+        sim.invariants.check()
+
+
+def test_an_observer_that_votes_is_caught() -> None:
+    sim = simulation_for("observers_catch_up", 0)
+    sim.start_all()
+    sim.run_for(3_000)
+    observer = next(n for n in sim.nodes.values() if not n.is_voter)
+    observer.disk.election = ElectionState(observer.raft.epoch, None, 1)
+    with pytest.raises(InvariantViolation, match="voted"):
+        sim.invariants.check()
+
+
+def test_two_nodes_exposing_different_batches_at_one_offset_are_caught() -> None:
+    record = CommittedRecord()
+    ours, theirs = MemoryLog(), MemoryLog()
+    ours.append(build_batch_from_values([b"a"], timestamp=0, partition_leader_epoch=1), epoch=1)
+    theirs.append(build_batch_from_values([b"b"], timestamp=0, partition_leader_epoch=1), epoch=1)
+    assert record.absorb(1, ours, 0, 1) == 1
+    assert record.values(0, 1) == [b"a"]
+    with pytest.raises(InvariantViolation, match="differs from the committed one"):
+        record.absorb(2, theirs, 0, 1)

@@ -1,0 +1,48 @@
+"""Random worlds: how many nodes, how slow and lossy the network, how slow the disk."""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+
+from quorum.raft.config import RaftConfig
+
+from .network import LinkFaults
+from .simulator import World
+
+__all__ = ["OBSERVER_BASE", "random_world"]
+
+OBSERVER_BASE = 11  # voters are 1..n, observers 11..
+
+
+def random_world(
+    rng: random.Random,
+    *,
+    voters: tuple[int, ...] = (3, 3, 4, 5),
+    observers: tuple[int, ...] = (0, 0, 1, 2, 3),
+    lossy: bool = True,
+) -> World:
+    """A world drawn from ``rng``: voter and observer counts are picked from the tuples."""
+    n_voters = rng.choice(voters)
+    n_observers = rng.choice(observers)
+    faults = LinkFaults(
+        min_delay_ms=1,
+        max_delay_ms=rng.choice([2, 5, 10, 25]),
+        loss=rng.choice([0.0, 0.01, 0.05]) if lossy else 0.0,
+        duplicate=rng.choice([0.0, 0.01, 0.05]) if lossy else 0.0,
+    )
+    config = attrs.evolve(
+        RaftConfig(),
+        append_linger_ms=rng.choice([0, 5, 25]),
+        fetch_max_wait_ms=rng.choice([100, 500]),
+    )
+    return World(
+        voters=tuple(range(1, n_voters + 1)),
+        observers=tuple(range(OBSERVER_BASE, OBSERVER_BASE + n_observers)),
+        faults=faults,
+        fsync_ms=(1, rng.choice([2, 5, 10])),
+        fsync_stall=rng.choice([0.0, 0.0, 0.01, 0.05]),
+        resets=rng.random() < 0.5,
+        config=config,
+    )
