@@ -80,7 +80,15 @@ class CoreContext:
         return now_ms + timeout + self.rng.randrange(timeout)
 
     def fetch_deadline(self, now_ms: int) -> int:
-        return now_ms + self.config.fetch_timeout_ms
+        """The fetch timeout plus a jitter of up to a quarter election timeout.
+
+        Departure from Kafka (docs/design.md): without jitter, followers that
+        lose a silent leader time out within milliseconds of each other, grant
+        each other's pre-votes and split the real vote, costing a whole
+        election timeout. The jitter lets one of them finish first.
+        """
+        jitter = self.rng.randrange(max(1, self.config.election_timeout_ms // 4))
+        return now_ms + self.config.fetch_timeout_ms + jitter
 
     def cluster_id_ok(self, cluster_id: str | None) -> bool:
         """A request may omit the cluster id (null); otherwise it must match ours."""
