@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import click
 
+from cli.dev import dev
+from cli.metadata_quorum import metadata_quorum
+from cli.server import server_start
 from cli.storage import storage
 
 __all__ = ["kraft", "main"]
@@ -20,6 +23,9 @@ def kraft() -> None:
 
 
 kraft.add_command(storage)
+kraft.add_command(server_start)
+kraft.add_command(metadata_quorum)
+kraft.add_command(dev)
 
 
 def main() -> None:

@@ -92,4 +92,5 @@ CONTROLLER_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     60: (0, 1),  # DescribeCluster
     62: (0, 4),  # BrokerRegistration
     63: (0, 1),  # BrokerHeartbeat
+    10000: (0, 0),  # PykraftAppend: pykraft's own, commits records (messages/pykraft_append.py)
 }

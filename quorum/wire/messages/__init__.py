@@ -111,6 +111,11 @@ from quorum.wire.messages.produce import (
     ProduceResponseTopic,
     is_old_message_format,
 )
+from quorum.wire.messages.pykraft_append import (
+    PYKRAFT_APPEND_KEY,
+    PykraftAppendRequest,
+    PykraftAppendResponse,
+)
 from quorum.wire.messages.quorum_epoch import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochRequestLeaderEndpoint,
@@ -154,6 +159,7 @@ from quorum.wire.messages.vote import (
 
 __all__ = [
     "OLD_MESSAGE_FORMAT_VERSIONS",
+    "PYKRAFT_APPEND_KEY",
     "AlterPartitionRequest",
     "AlterPartitionRequestBrokerState",
     "AlterPartitionRequestPartition",
@@ -257,6 +263,8 @@ __all__ = [
     "ProduceResponsePartition",
     "ProduceResponseRecordError",
     "ProduceResponseTopic",
+    "PykraftAppendRequest",
+    "PykraftAppendResponse",
     "VoteRequest",
     "VoteRequestPartition",
     "VoteRequestTopic",

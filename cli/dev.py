@@ -1,0 +1,93 @@
+"""``kraft dev``: a local controller quorum in the foreground, until Ctrl-C.
+
+Starts N controller processes with the launcher (``deploy.LocalCluster``),
+prints where each listens and how to look at the quorum, and keeps them
+running until Ctrl-C or SIGTERM, then stops each in order (a leader hands
+over first). The data stays in ``--data-dir``: the next run finds the
+formatted directories and keeps the cluster id and the log. A node that
+dies on its own ends the run with the tail of its log.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from cli.console import fail
+from deploy import ClusterSpec, LaunchError, LocalCluster
+
+__all__ = ["dev"]
+
+_WATCH_INTERVAL_S = 0.5
+
+
+def _interrupt_on_sigterm() -> None:
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _banner(cluster: LocalCluster, leader: int) -> str:
+    lines = [f"pykraft dev cluster {cluster.cluster_id}: {len(cluster.node_ids)} controller(s)"]
+    for node_id in cluster.node_ids:
+        host, port = cluster.address(node_id)
+        role = "leader" if node_id == leader else "voter"
+        lines.append(f"  controller {node_id} ({role}): CONTROLLER://{host}:{port}  "
+                     f"pid {cluster.pid(node_id)}  log {cluster.layout[node_id].log_path}")
+    lines += [
+        "Look at the quorum with:",
+        f"  kraft metadata-quorum --bootstrap-controller {cluster.bootstrap_controllers} "
+        "describe --status",
+        "Press Ctrl-C to stop.",
+    ]
+    return "\n".join(lines)
+
+
+def _watch(cluster: LocalCluster) -> None:
+    """Until Ctrl-C; a node that exits on its own ends the run."""
+    while True:
+        for node_id in cluster.node_ids:
+            if not cluster.is_running(node_id):
+                code = cluster.wait_exit(node_id)
+                raise LaunchError(f"controller {node_id} exited with status {code}\n"
+                                  + cluster.log_tail(node_id))
+        time.sleep(_WATCH_INTERVAL_S)
+
+
+@click.command(name="dev")
+@click.option("--controllers", default=3, show_default=True, type=click.IntRange(1, 9),
+              help="How many controllers (voters) to run.")
+@click.option("--data-dir", default="data/dev-cluster", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Where each controller keeps its config, log file and data.")
+@click.option("--base-port", default=19091, show_default=True, type=click.IntRange(0, 65535),
+              help="Controller N listens on base-port + N - 1; 0 picks free ports.")
+@click.option("--host", default="localhost", show_default=True,
+              help="The address every controller listens on.")
+@click.option("--test-profile", is_flag=True,
+              help="Use the short test timeouts instead of Kafka's defaults.")
+def dev(controllers: int, data_dir: Path, base_port: int, host: str, test_profile: bool) -> None:
+    """Run a local controller quorum in the foreground until Ctrl-C."""
+    spec = ClusterSpec(controllers=controllers, host=host, base_port=base_port or None,
+                       test_profile=test_profile)
+    cluster = LocalCluster(data_dir, spec)
+    _interrupt_on_sigterm()
+    try:
+        cluster.start()
+        click.echo(_banner(cluster, cluster.leader()))
+        _watch(cluster)
+    except KeyboardInterrupt:
+        click.echo("stopping the controllers ...")
+        for node_id in cluster.node_ids:
+            if cluster.is_running(node_id):
+                cluster.stop(node_id)
+        click.echo("stopped")
+    except LaunchError as exc:
+        fail(str(exc))
+    finally:
+        cluster.close()

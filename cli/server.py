@@ -1,0 +1,61 @@
+"""``kraft server-start``: Kafka's ``kafka-server-start.sh`` for a pykraft controller.
+
+Prints ``pykraft node N ready: CONTROLLER://host:port`` on stdout once the
+node serves requests (launchers wait for it; ApiVersions answers from then
+on too); logs on stderr; SIGTERM or SIGINT stops it in order. A config,
+storage or quorum-state problem is one line on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import click
+
+from cli.console import fail
+from quorum.config import TEST_PROFILE_OVERRIDES, ConfigError, load_server_config
+from quorum.log import LogError
+from quorum.node import ControllerNode, NodeAddress, NodeStartupError
+from quorum.node.process import configure_logging, ready_line, run_node_process
+from quorum.storage import StorageError
+
+__all__ = ["server_start"]
+
+
+def _overrides(pairs: tuple[str, ...], test_profile: bool) -> dict[str, str]:
+    result = dict(TEST_PROFILE_OVERRIDES) if test_profile else {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            fail(f"--override expects KEY=VALUE, got {pair!r}")
+        result[key.strip()] = value.strip()
+    return result
+
+
+@click.command(name="server-start")
+@click.argument("config_path", metavar="CONFIG")
+@click.option(
+    "--override", "overrides", multiple=True, metavar="KEY=VALUE",
+    help="Set a property on top of the file (repeatable).",
+)
+@click.option(
+    "--test-profile", is_flag=True,
+    help="Apply the shared short-timeout test profile (before any --override).",
+)
+@click.option("--log-level", default="INFO", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+def server_start(config_path: str, overrides: tuple[str, ...], test_profile: bool,
+                 log_level: str) -> None:
+    """Start a controller node from a server .properties file."""
+    try:
+        config = load_server_config(config_path, overrides=_overrides(overrides, test_profile))
+        node = ControllerNode.from_config(config)
+    except (ConfigError, StorageError, NodeStartupError) as exc:
+        fail(str(exc))
+    configure_logging(config.node_id, log_level)
+
+    def on_ready(address: NodeAddress) -> None:
+        click.echo(ready_line(config.node_id, address))
+
+    try:
+        run_node_process(node, on_ready)
+    except (StorageError, NodeStartupError, LogError) as exc:
+        fail(str(exc))

@@ -1,0 +1,254 @@
+"""``LocalCluster``: N controller processes on this host, for tests, ``kraft dev`` and benches.
+
+    with LocalCluster(tmp_path, ClusterSpec(controllers=3)) as cluster:
+        leader = cluster.leader()
+        cluster.kill(leader)                 # SIGKILL, reaped
+        cluster.append([b"x"])               # commits through the new leader
+        cluster.restart(leader)
+
+Each node is a real OS process, ``sys.executable -m cli server-start
+CONFIG`` (so it works from a fresh clone without the ``kraft`` script),
+in its own session so that a terminal's Ctrl-C reaches only the launching
+program (``kraft dev`` then stops the nodes in order). stdout and stderr of every start go to
+``<base>/controller-N/node.log``. Every wait polls with a deadline and
+fails with the tail of the node's log. Leaving the ``with`` block kills and
+reaps every process this launcher started, and nothing else (by PID).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Final, TypeVar
+
+from deploy.layout import (
+    ClusterSpec,
+    LaunchError,
+    NodeLayout,
+    format_all,
+    link_proxies,
+    plan_layout,
+    write_configs,
+)
+from deploy.probes import is_serving
+from deploy.proxy import CutMode, LinkProxy
+from deploy.quorum_view import QuorumView
+
+__all__ = ["ClusterSpec", "LaunchError", "LocalCluster"]
+
+_POLL_S: Final = 0.05
+_STOP_TIMEOUT_S: Final = 10.0
+# the directory holding the cli package, for the nodes' PYTHONPATH
+_PROJECT_ROOT: Final = Path(__file__).resolve().parent.parent
+
+T = TypeVar("T")
+
+
+class LocalCluster(QuorumView):
+    def __init__(self, base_dir: str | Path, spec: ClusterSpec | None = None) -> None:
+        self.base_dir = Path(base_dir).resolve()
+        self.spec = spec or ClusterSpec()
+        self.layout: dict[int, NodeLayout] = {}
+        self.proxies: dict[tuple[int, int], LinkProxy] = {}
+        self.cluster_id = ""
+        self._processes: dict[int, subprocess.Popen[bytes]] = {}
+        self._starts: dict[int, int] = {}
+
+    # -- setting up and tearing down ----------------------------------------------------
+
+    def prepare(self) -> None:
+        """Choose addresses, start proxies, write the configs and format the storage."""
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        nodes = plan_layout(self.base_dir, self.spec)
+        self.layout = {n.node_id: n for n in nodes}
+        if self.spec.link_proxies:
+            self.proxies = link_proxies(nodes)
+        write_configs(nodes, self.spec, self.proxies)
+        self.cluster_id = format_all(nodes)
+
+    def start(self) -> LocalCluster:
+        """Prepare, start every node, and wait until each serves requests."""
+        if not self.layout:
+            self.prepare()
+        for node_id in self.layout:
+            self.start_node(node_id, wait=False)
+        for node_id in self.layout:
+            self.wait_ready(node_id)
+        return self
+
+    def close(self) -> None:
+        """Kill and reap every process this launcher started; close the proxies."""
+        for node_id in list(self._processes):
+            self._reap(node_id, signal.SIGKILL)
+        for proxy in self.proxies.values():
+            proxy.close()
+
+    def __enter__(self) -> LocalCluster:
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- one node -------------------------------------------------------------------------
+
+    @property
+    def node_ids(self) -> list[int]:
+        return sorted(self.layout)
+
+    def address(self, node_id: int) -> tuple[str, int]:
+        return self.layout[node_id].address
+
+    def is_running(self, node_id: int) -> bool:
+        process = self._processes.get(node_id)
+        return process is not None and process.poll() is None
+
+    def pid(self, node_id: int) -> int:
+        return self._process(node_id).pid
+
+    def start_node(self, node_id: int, *, wait: bool = True, args: Sequence[str] = ()) -> None:
+        if self.is_running(node_id):
+            raise LaunchError(f"node {node_id} is already running (pid {self.pid(node_id)})")
+        node = self.layout[node_id]
+        self._starts[node_id] = self._starts.get(node_id, 0) + 1
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p
+        )
+        env["PYTHONUNBUFFERED"] = "1"
+        program = self.spec.command or (sys.executable, "-m", "cli", "server-start")
+        command = [*program, *args, str(node.config_path)]
+        with node.log_path.open("ab") as log:
+            log.write(f"=== launcher: start #{self._starts[node_id]}: "
+                      f"{' '.join(command)}\n".encode())
+            log.flush()
+            self._processes[node_id] = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cwd=self.base_dir, env=env, start_new_session=True,
+            )
+        if wait:
+            self.wait_ready(node_id)
+
+    def wait_ready(self, node_id: int, timeout: float | None = None) -> None:
+        """Until the node answers ApiVersions; fails at once if it exits."""
+        def ready() -> bool:
+            if not self.is_running(node_id):
+                code = self._process(node_id).poll()
+                raise LaunchError(f"node {node_id} exited with status {code} while starting\n"
+                                  + self.log_tail(node_id))
+            return is_serving(self.address(node_id))
+
+        self.wait_for(ready, f"node {node_id} to serve requests",
+                      timeout or self.spec.ready_timeout_s, nodes=[node_id])
+
+    def wait_exit(self, node_id: int, timeout: float = _STOP_TIMEOUT_S) -> int:
+        """The node's exit status, once it exits by itself (e.g. a refused start)."""
+        process = self._process(node_id)
+        try:
+            code = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise LaunchError(f"node {node_id} still runs after {timeout}s\n"
+                              + self.log_tail(node_id)) from None
+        self._processes.pop(node_id, None)
+        return code
+
+    def kill(self, node_id: int, sig: signal.Signals = signal.SIGKILL) -> None:
+        """Send ``sig``; SIGKILL also reaps the process (it is gone on return)."""
+        if sig == signal.SIGKILL:
+            self._reap(node_id, sig)
+        else:
+            self._process(node_id).send_signal(sig)
+
+    def stop(self, node_id: int, timeout: float = _STOP_TIMEOUT_S) -> int:
+        """SIGTERM (an orderly shutdown: a leader hands over) and wait; SIGKILL after
+        ``timeout``. Returns the exit status."""
+        process = self._process(node_id)
+        process.send_signal(signal.SIGCONT)  # a paused node could not handle SIGTERM
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            code = self._reap(node_id, signal.SIGKILL)
+        self._processes.pop(node_id, None)
+        return code
+
+    def restart(self, node_id: int) -> None:
+        if self.is_running(node_id):
+            self.stop(node_id)
+        self.start_node(node_id)
+
+    def pause(self, node_id: int) -> None:
+        self._process(node_id).send_signal(signal.SIGSTOP)
+
+    def resume(self, node_id: int) -> None:
+        self._process(node_id).send_signal(signal.SIGCONT)
+
+    # -- links ----------------------------------------------------------------------------
+
+    def cut(self, source: int, target: int, mode: CutMode = CutMode.DROP) -> None:
+        """Cut the directed link source -> target (source's requests to target)."""
+        self._proxy(source, target).cut(mode)
+
+    def isolate(self, node_id: int, mode: CutMode = CutMode.DROP) -> None:
+        """Cut every link to and from ``node_id``."""
+        for (source, target), proxy in self.proxies.items():
+            if node_id in (source, target):
+                proxy.cut(mode)
+
+    def heal(self) -> None:
+        for proxy in self.proxies.values():
+            proxy.heal()
+
+    # -- waiting and debugging ------------------------------------------------------------
+
+    def wait_for(self, condition: Callable[[], T | None], what: str, timeout: float,
+                 *, nodes: Sequence[int] | None = None) -> T:
+        """Poll ``condition`` until it returns something truthy; LaunchError with the
+        nodes' log tails after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = condition()
+            if result:
+                return result
+            if time.monotonic() >= deadline:
+                tails = "\n".join(self.log_tail(n) for n in (nodes or self.node_ids))
+                raise LaunchError(f"timed out after {timeout}s waiting for {what}\n{tails}")
+            time.sleep(_POLL_S)
+
+    def log_tail(self, node_id: int, lines: int = 30) -> str:
+        path = self.layout[node_id].log_path
+        text = path.read_text(errors="replace") if path.exists() else ""
+        tail = "\n".join(text.splitlines()[-lines:])
+        return f"--- {path} (last {lines} lines) ---\n{tail}"
+
+    def log_tails(self, lines: int = 30) -> str:
+        return "\n".join(self.log_tail(n, lines) for n in self.node_ids)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _process(self, node_id: int) -> subprocess.Popen[bytes]:
+        process = self._processes.get(node_id)
+        if process is None:
+            raise LaunchError(f"node {node_id} was not started (or was stopped)")
+        return process
+
+    def _proxy(self, source: int, target: int) -> LinkProxy:
+        if not self.proxies:
+            raise LaunchError("links can be cut only with ClusterSpec(link_proxies=True)")
+        return self.proxies[(source, target)]
+
+    def _reap(self, node_id: int, sig: signal.Signals) -> int:
+        process = self._processes.pop(node_id)
+        if process.poll() is None:
+            process.send_signal(sig)
+        return process.wait()

@@ -1,0 +1,178 @@
+"""The files of a local cluster: addresses, one config per node, formatted storage.
+
+``plan_layout`` picks every node's address (free ports found by binding
+port 0, or ``base_port + i``; one shared loopback address or 127.0.0.N per
+node) and, when asked, one ``LinkProxy`` per directed link;
+``write_configs`` writes ``<base>/controller-N/server.properties`` from
+the template below plus the test profile and extra settings;
+``format_all`` formats every node with one cluster id (reusing the id of
+directories formatted before, so that a dev cluster survives restarts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from deploy.proxy import LinkProxy
+from quorum.config import TEST_PROFILE_OVERRIDES, format_properties, load_server_config
+from quorum.storage import format_storage, read_meta_properties
+from quorum.wire.uuids import random_uuid, uuid_to_str
+
+__all__ = [
+    "ClusterSpec",
+    "LaunchError",
+    "NodeLayout",
+    "existing_cluster_id",
+    "format_all",
+    "free_ports",
+    "link_proxies",
+    "node_properties",
+    "plan_layout",
+    "write_configs",
+]
+
+LISTENER: Final = "CONTROLLER"
+
+
+class LaunchError(Exception):
+    """The local cluster could not be set up or a node did not start or stop as asked."""
+
+
+@attrs.frozen(kw_only=True)
+class ClusterSpec:
+    controllers: int = 3
+    # every node on this address, unless per_node_hosts puts node N on 127.0.0.N
+    host: str = "127.0.0.1"
+    per_node_hosts: bool = False
+    # None: free ports chosen by the kernel; else node i (from 0) gets base_port + i
+    base_port: int | None = None
+    test_profile: bool = True
+    # route every directed link through a LinkProxy (cut/heal for partition tests)
+    link_proxies: bool = False
+    # extra settings for every node, applied last
+    properties: Mapping[str, str] = attrs.field(factory=dict)
+    ready_timeout_s: float = 30.0
+    # the program that runs one node, given its config path last; empty means
+    # ``sys.executable -m cli server-start`` (benches may run their own module)
+    command: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class NodeLayout:
+    node_id: int
+    host: str
+    port: int
+    directory: Path
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return (self.host, self.port)
+
+    @property
+    def config_path(self) -> Path:
+        return self.directory / "server.properties"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "node.log"
+
+    @property
+    def metadata_dir(self) -> Path:
+        return self.directory / "metadata"
+
+
+def free_ports(host: str, count: int) -> list[int]:
+    """``count`` distinct ports free on ``host`` right now (all held until all are found)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.create_server((host, 0))) for _ in range(count)]
+        return [s.getsockname()[1] for s in sockets]
+
+
+def plan_layout(base_dir: Path, spec: ClusterSpec) -> list[NodeLayout]:
+    ids = range(1, spec.controllers + 1)
+    hosts = [f"127.0.0.{i}" if spec.per_node_hosts else spec.host for i in ids]
+    if spec.base_port is not None:
+        ports = [spec.base_port + i for i in range(spec.controllers)]
+    else:
+        ports = [free_ports(host, 1)[0] for host in hosts] if spec.per_node_hosts else \
+            free_ports(spec.host, spec.controllers)
+    return [
+        NodeLayout(node_id=i, host=h, port=p, directory=base_dir / f"controller-{i}")
+        for i, h, p in zip(ids, hosts, ports, strict=True)
+    ]
+
+
+def link_proxies(nodes: list[NodeLayout]) -> dict[tuple[int, int], LinkProxy]:
+    """One proxy per directed link (source, target), on the source's loopback address."""
+    return {
+        (a.node_id, b.node_id): LinkProxy(b.address, listen_host=a.host,
+                                          name=f"{a.node_id}->{b.node_id}")
+        for a in nodes
+        for b in nodes
+        if a.node_id != b.node_id
+    }
+
+
+def _voters(node: NodeLayout, nodes: list[NodeLayout],
+            proxies: Mapping[tuple[int, int], LinkProxy]) -> str:
+    entries = []
+    for peer in nodes:
+        proxy = proxies.get((node.node_id, peer.node_id))
+        host, port = (proxy.host, proxy.port) if proxy is not None else peer.address
+        entries.append(f"{peer.node_id}@{host}:{port}")
+    return ",".join(entries)
+
+
+def node_properties(node: NodeLayout, nodes: list[NodeLayout], spec: ClusterSpec,
+                    proxies: Mapping[tuple[int, int], LinkProxy]) -> dict[str, str]:
+    properties = {
+        "process.roles": "controller",
+        "node.id": str(node.node_id),
+        "controller.quorum.voters": _voters(node, nodes, proxies),
+        "listeners": f"{LISTENER}://{node.host}:{node.port}",
+        "controller.listener.names": LISTENER,
+        "log.dirs": str(node.directory / "logs"),
+        "metadata.log.dir": str(node.metadata_dir),
+    }
+    if spec.test_profile:
+        properties.update(TEST_PROFILE_OVERRIDES)
+    properties.update(spec.properties)
+    return properties
+
+
+def write_configs(nodes: list[NodeLayout], spec: ClusterSpec,
+                  proxies: Mapping[tuple[int, int], LinkProxy]) -> None:
+    for node in nodes:
+        node.directory.mkdir(parents=True, exist_ok=True)
+        text = format_properties(
+            node_properties(node, nodes, spec, proxies),
+            comments=[f" controller {node.node_id} of a local pykraft cluster (deploy.launcher)"],
+        )
+        node.config_path.write_text(text)
+
+
+def existing_cluster_id(nodes: list[NodeLayout]) -> str | None:
+    """The cluster id of directories formatted earlier; raises if they disagree."""
+    found = {
+        meta.cluster_id
+        for node in nodes
+        if (meta := read_meta_properties(node.metadata_dir)) is not None
+    }
+    if len(found) > 1:
+        raise LaunchError(f"the nodes under {nodes[0].directory.parent} belong to "
+                          f"different clusters {sorted(found)}: remove the directory")
+    return next(iter(found), None)
+
+
+def format_all(nodes: list[NodeLayout], cluster_id: str | None = None) -> str:
+    """Format every node not formatted yet; returns the cluster id."""
+    cluster_id = cluster_id or existing_cluster_id(nodes) or uuid_to_str(random_uuid())
+    for node in nodes:
+        format_storage(load_server_config(node.config_path), cluster_id, ignore_formatted=True)
+    return cluster_id

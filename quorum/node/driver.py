@@ -1,0 +1,258 @@
+"""``CoreDriver``: the one task that owns the Raft core, and the Ready contract.
+
+Every other task talks to it through one memory channel of inputs
+(``quorum.node.inputs``). For each input it calls the core and handles the
+resulting ``Ready`` completely before it takes the next input
+(``quorum.raft.output``):
+
+1. ``send`` goes out at once (a leader serves fetches before its own flush);
+2. ``persist``: the quorum-state file is replaced durably; then the log is
+   fsynced if ``flush_log`` or anything waits in ``send_after_durable``;
+3. ``send_after_durable`` goes out (a vote, a new epoch, a fetch that tells
+   the leader what this node has: each must survive a crash);
+4. appends that the high watermark passed are answered; the flush is
+   reported to the core (``flushed``), whose Ready is handled the same way;
+5. the core is polled at ``next_deadline_ms``.
+
+The fsyncs run in a worker thread by default, so listener tasks keep
+decoding while the disk works; the core's task waits for them, so nothing
+else touches the log meanwhile. Time given to the core is wall-clock
+milliseconds advanced by trio's monotonic clock (DescribeQuorum reports
+timestamps; deadlines need a clock that never steps back).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Final, TypeVar
+
+import attrs
+import trio
+
+from quorum.log import FileLog
+from quorum.node.appends import PendingAppends, not_leader_outcome
+from quorum.node.connection import ResponseSlot
+from quorum.node.inputs import Append, AppendOutcome, ConnectionFailed, Input, Resign
+from quorum.node.quorum_state import QuorumStateFile
+from quorum.raft import (
+    InboundRequest,
+    InboundResponse,
+    LeaderAndEpoch,
+    NotLeaderError,
+    OffsetRange,
+    Outbound,
+    OutboundRequest,
+    RaftCore,
+    Ready,
+    Resigned,
+)
+from quorum.wire.error_codes import Errors
+from quorum.wire.messages import DescribeQuorumResponse, DescribeQuorumResponseNode
+
+__all__ = ["INBOX_SIZE", "CoreDriver", "NodeClock"]
+
+logger = logging.getLogger(__name__)
+
+# inputs queued for the core before senders wait (backpressure on listeners)
+INBOX_SIZE: Final = 4096
+_MAX_APPENDS_PER_PROPOSAL: Final = 1024
+T = TypeVar("T")
+
+
+class NodeClock:
+    """Wall-clock milliseconds at start, advanced by trio's monotonic clock."""
+
+    def __init__(self) -> None:
+        self._offset_ms = time.time() * 1000 - trio.current_time() * 1000
+
+    def now_ms(self) -> int:
+        return int(trio.current_time() * 1000 + self._offset_ms)
+
+    def trio_time(self, ms: int | None) -> float:
+        return math.inf if ms is None else (ms - self._offset_ms) / 1000
+
+
+class CoreDriver:
+    def __init__(
+        self,
+        *,
+        core: RaftCore,
+        log: FileLog,
+        clock: NodeClock,
+        state_file: QuorumStateFile,
+        send_request: Callable[[OutboundRequest], None],
+        voter_nodes: tuple[DescribeQuorumResponseNode, ...] = (),
+        fsync_in_thread: bool = True,
+    ) -> None:
+        self.core = core
+        self._log = log
+        self._state_file = state_file
+        self._send_request = send_request
+        self._voter_nodes = voter_nodes
+        self._fsync_in_thread = fsync_in_thread
+        self._inbox_send, self._inbox = trio.open_memory_channel[Input](INBOX_SIZE)
+        self._appends = PendingAppends(core.node_id)
+        self._deadline_ms: int | None = None
+        self._held: Input | None = None  # taken from the inbox, not handled yet
+        self._closed = False
+        self._clock = clock
+        self.leader = LeaderAndEpoch(core.leader_id, core.epoch)
+        self.role = core.role
+        self.high_watermark: int | None = core.high_watermark
+        self.changed = trio.Event()  # set (and replaced) after every Ready
+
+    # -- the public side (other tasks) ------------------------------------------------------
+
+    async def submit(self, item: Input) -> None:
+        if self._closed:
+            _refuse(item)
+            return
+        try:
+            # no checkpoint while there is room: a listener routes a whole read at once
+            self._inbox_send.send_nowait(item)
+        except trio.WouldBlock:
+            await self._inbox_send.send(item)
+
+    def close(self) -> None:
+        """The node stops: appends still waiting, or queued, fail (nothing is sent)."""
+        self._closed = True
+        self._appends.fail_all(
+            self.leader, "the node is shutting down", error=Errors.BROKER_NOT_AVAILABLE
+        )
+        while (item := self._take_nowait()) is not None:
+            _refuse(item)
+
+    def now_ms(self) -> int:
+        return self._clock.now_ms()
+
+    @property
+    def handover_done(self) -> bool:
+        """A resigned leader heard back from every voter, or moved on."""
+        state = self.core.state
+        return not isinstance(state, Resigned) or not state.unacked_voters
+
+    # -- the owner task -------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        await self._apply(self.core.poll(self.now_ms()))
+        task_status.started()
+        while True:
+            item = self._take_nowait()
+            if item is None:
+                with trio.move_on_at(self._clock.trio_time(self._deadline_ms)):
+                    item = await self._inbox.receive()
+            await self._apply(self._step(item, self.now_ms()))
+            # let the writers send what this step answered before the next input
+            await trio.lowlevel.checkpoint()
+
+    def _take_nowait(self) -> Input | None:
+        item, self._held = self._held, None
+        if item is not None:
+            return item
+        try:
+            return self._inbox.receive_nowait()
+        except trio.WouldBlock:
+            return None
+
+    def _step(self, item: Input | None, now_ms: int) -> Ready:
+        core = self.core
+        if item is None:
+            return core.poll(now_ms)
+        if isinstance(item, InboundRequest | InboundResponse):
+            return core.handle(item, now_ms)
+        if isinstance(item, Append):
+            return self._propose(self._gather(item), now_ms)
+        if isinstance(item, ConnectionFailed):
+            return core.connection_failed(item.node_id, now_ms)
+        assert isinstance(item, Resign), item
+        logger.info("resigning (epoch %d, %s)", core.epoch, core.role)
+        return core.resign(now_ms)
+
+    def _gather(self, first: Append) -> list[Append]:
+        """``first`` and the appends queued right behind it: one proposal for all."""
+        group = [first]
+        while len(group) < _MAX_APPENDS_PER_PROPOSAL:
+            item = self._take_nowait()
+            if not isinstance(item, Append):
+                self._held = item
+                break
+            group.append(item)
+        return group
+
+    def _propose(self, group: list[Append], now_ms: int) -> Ready:
+        core = self.core
+        payloads = [payload for append in group for payload in append.payloads]
+        try:
+            ready = core.propose(payloads, now_ms)
+        except NotLeaderError as exc:
+            outcome = not_leader_outcome(self.leader, str(exc))
+            for append in group:
+                append.reply.finish(outcome)
+            return core.poll(now_ms)
+        assert ready.accepted is not None, "a proposal the core took has offsets"
+        start = ready.accepted.start
+        for append in group:
+            end = start + len(append.payloads)
+            self._appends.add(core.epoch, OffsetRange(start, end), append.reply)
+            start = end
+        assert start == ready.accepted.end
+        return ready
+
+    async def _apply(self, ready: Ready) -> None:
+        while True:
+            self._send(ready.send)
+            if ready.persist is not None:
+                await self._durably(self._state_file.write, ready.persist)
+            flushed = self._log.flushed_offset
+            if (ready.flush_log or ready.send_after_durable) and flushed < self._log.log_end_offset:
+                flushed = await self._durably(self._log.flush)
+            self._send(ready.send_after_durable)
+            self._observe(ready)
+            self._deadline_ms = ready.next_deadline_ms
+            if not ready.flush_log:
+                return
+            ready = self.core.flushed(flushed, self.now_ms())
+
+    async def _durably(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._fsync_in_thread:
+            return await trio.to_thread.run_sync(fn, *args)
+        return fn(*args)
+
+    def _send(self, messages: Iterable[Outbound]) -> None:
+        for out in messages:
+            if isinstance(out, OutboundRequest):
+                self._send_request(out)
+                continue
+            slot = out.reply_to
+            assert isinstance(slot, ResponseSlot), f"unknown reply handle {slot!r}"
+            message = out.message
+            if isinstance(message, DescribeQuorumResponse) and self._voter_nodes:
+                message = attrs.evolve(message, nodes=self._voter_nodes)
+            slot.complete(message)
+
+    def _observe(self, ready: Ready) -> None:
+        if ready.leader != self.leader or ready.role != self.role:
+            leader = ready.leader.leader_id
+            logger.info(
+                "%s in epoch %d, leader %s", ready.role, ready.leader.epoch,
+                "unknown" if leader is None else leader,
+            )
+        self.leader, self.role = ready.leader, ready.role
+        if ready.high_watermark is not None:
+            self.high_watermark = ready.high_watermark
+        self._appends.settle(
+            ready.leader, leads=ready.role == "Leader", high_watermark=ready.high_watermark
+        )
+        self.changed.set()
+        self.changed = trio.Event()
+
+
+def _refuse(item: Input) -> None:
+    """An input that arrives after the node stopped: an append learns why."""
+    if isinstance(item, Append):
+        item.reply.finish(
+            AppendOutcome(error=Errors.BROKER_NOT_AVAILABLE, message="the node is shutting down")
+        )

@@ -1,0 +1,163 @@
+"""Decoded requests of the controller listener: answered here or sent to the core.
+
+ApiVersions and DescribeCluster are answered at once from what the node
+knows; the Raft RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
+DescribeQuorum) go to the task that owns the Raft core, PykraftAppend as an
+``Append``. The listener advertises only what it serves: the
+intersection of ``CONTROLLER_LISTENER_VERSIONS`` with this table. A request
+for anything else closes the connection, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from quorum.node.connection import ResponseSlot, ServerConnection
+from quorum.node.inputs import Append, AppendOutcome, Input, append_problem
+from quorum.node.settings import NodeSettings
+from quorum.raft import InboundRequest
+from quorum.wire.apis import CONTROLLER_LISTENER_VERSIONS
+from quorum.wire.error_codes import Errors
+from quorum.wire.errors import WireDecodeError
+from quorum.wire.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersionsResponseApiVersion,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeClusterResponseBroker,
+    PykraftAppendRequest,
+    PykraftAppendResponse,
+)
+from quorum.wire.messages.pykraft_append import PYKRAFT_APPEND_KEY
+from quorum.wire.protocol import API_VERSIONS_KEY, UnsupportedRequestError, decode_request
+
+__all__ = ["RequestRejected", "RequestRouter", "controller_listener_table"]
+
+_CORE_APIS: Final = frozenset({1, 52, 53, 54, 55})  # Fetch, Vote, BQE, EQE, DescribeQuorum
+_LOCAL_APIS: Final = frozenset({API_VERSIONS_KEY, 60})  # ApiVersions, DescribeCluster
+_SERVED: Final = _CORE_APIS | _LOCAL_APIS | {PYKRAFT_APPEND_KEY}
+_BROKER_ENDPOINT_TYPE: Final = 1
+_CONTROLLER_ENDPOINT_TYPE: Final = 2
+
+
+class RequestRejected(WireDecodeError):
+    """A request this listener does not serve: the connection is closed."""
+
+
+def controller_listener_table() -> dict[int, tuple[int, int]]:
+    """What the controller listener advertises: the versions it decodes and serves."""
+    return {k: v for k, v in CONTROLLER_LISTENER_VERSIONS.items() if k in _SERVED}
+
+
+class SlotAppendReply:
+    """Completes a PykraftAppend request's slot with the outcome."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: ResponseSlot) -> None:
+        self.slot = slot
+
+    def finish(self, outcome: AppendOutcome) -> None:
+        self.slot.complete(
+            PykraftAppendResponse(
+                error_code=outcome.error,
+                error_message=outcome.message,
+                base_offset=outcome.base_offset,
+                last_offset=outcome.last_offset,
+                leader_id=outcome.leader_id,
+                leader_epoch=outcome.leader_epoch,
+            )
+        )
+
+
+class RequestRouter:
+    def __init__(
+        self,
+        *,
+        settings: NodeSettings,
+        leader_id: Callable[[], int | None],
+        submit: Callable[[Input], Awaitable[None]],
+    ) -> None:
+        self._settings = settings
+        self._leader_id = leader_id
+        self._submit = submit
+        self.table = controller_listener_table()
+        self._api_versions = tuple(
+            ApiVersionsResponseApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(self.table.items())
+        )
+
+    async def dispatch(self, conn: ServerConnection, frame: bytes | memoryview) -> None:
+        """Route one request frame; raises WireDecodeError to close the connection."""
+        try:
+            header, message = decode_request(frame)
+        except UnsupportedRequestError as exc:
+            if exc.header.api_key != API_VERSIONS_KEY:
+                raise
+            # a version we do not know: answer in v0 with our table (KIP-511)
+            slot = conn.new_slot(exc.header)
+            slot.version = 0
+            slot.complete(
+                ApiVersionsResponse(
+                    error_code=Errors.UNSUPPORTED_VERSION, api_keys=self._api_versions
+                )
+            )
+            return
+        low_high = self.table.get(header.api_key)
+        if low_high is None or not low_high[0] <= header.api_version <= low_high[1]:
+            raise RequestRejected(
+                f"api key {header.api_key} v{header.api_version} is not served on the "
+                f"controller listener"
+            )
+        slot = conn.new_slot(header)
+        if header.api_key in _CORE_APIS:
+            await self._submit(InboundRequest(slot, message))
+        elif header.api_key == PYKRAFT_APPEND_KEY:
+            await self._append(slot, message)
+        else:
+            slot.complete(self._answer_locally(header.api_version, message))
+
+    async def _append(self, slot: ResponseSlot, message: PykraftAppendRequest) -> None:
+        reply = SlotAppendReply(slot)
+        problem = append_problem(message.records)
+        if problem is not None:
+            reply.finish(AppendOutcome(error=problem[0], message=problem[1]))
+            return
+        await self._submit(Append(message.records, reply))
+
+    def _answer_locally(self, version: int, message: Any) -> Any:
+        if isinstance(message, ApiVersionsRequest):
+            return ApiVersionsResponse(api_keys=self._api_versions)
+        assert isinstance(message, DescribeClusterRequest)
+        return self._describe_cluster(version, message)
+
+    def _describe_cluster(self, version: int, request: DescribeClusterRequest) -> DescribeClusterResponse:
+        # As Kafka's controller: only the controller endpoint type is served here.
+        kind = request.endpoint_type
+        if kind != _CONTROLLER_ENDPOINT_TYPE:
+            if kind == _BROKER_ENDPOINT_TYPE:
+                error = Errors.MISMATCHED_ENDPOINT_TYPE
+                text = (
+                    "The request was sent to an endpoint of type CONTROLLER, but we wanted "
+                    "an endpoint of type BROKER"
+                )
+            else:
+                error = Errors.UNSUPPORTED_ENDPOINT_TYPE
+                text = f"Unsupported endpoint type {kind}"
+            return DescribeClusterResponse(
+                error_code=Errors.INVALID_REQUEST if version == 0 else error,
+                error_message=text,
+            )
+        leader = self._leader_id()
+        controllers = tuple(
+            DescribeClusterResponseBroker(broker_id=node_id, host=host, port=port)
+            for node_id, (host, port) in sorted(self._settings.voters.items())
+        )
+        return DescribeClusterResponse(
+            endpoint_type=_CONTROLLER_ENDPOINT_TYPE,
+            cluster_id=self._settings.cluster_id,
+            controller_id=-1 if leader is None else leader,
+            brokers=controllers,
+        )

@@ -1,0 +1,104 @@
+"""Formatted controller nodes on 127.0.0.1 for in-process tests, and a few probes."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from quorum.client import TrioKafkaConnection
+from quorum.config import ServerConfig, load_server_config
+from quorum.node import ControllerNode
+from quorum.storage import format_storage
+
+__all__ = [
+    "CLUSTER_ID",
+    "FAST",
+    "controller_config",
+    "free_ports",
+    "start_nodes",
+    "wait_for_leader",
+]
+
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+# short timeouts: in-process clusters elect in well under a second
+FAST = {
+    "controller.quorum.election.timeout.ms": "100",
+    "controller.quorum.fetch.timeout.ms": "400",
+    "controller.quorum.election.backoff.max.ms": "100",
+    "controller.quorum.request.timeout.ms": "1000",
+    "controller.quorum.append.linger.ms": "5",
+}
+
+
+def free_ports(count: int) -> list[int]:
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def controller_config(
+    root: Path, node_id: int, ports: Sequence[int], *, format_as: str | None = CLUSTER_ID,
+    extra: dict[str, str] | None = None,
+) -> ServerConfig:
+    """Write node ``node_id``'s properties under ``root`` and format its storage."""
+    voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(ports))
+    base = root / f"node-{node_id}"
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / "controller.properties"
+    path.write_text(
+        "process.roles=controller\n"
+        f"node.id={node_id}\n"
+        f"controller.quorum.voters={voters}\n"
+        f"listeners=CONTROLLER://127.0.0.1:{ports[node_id - 1]}\n"
+        "controller.listener.names=CONTROLLER\n"
+        f"log.dirs={base}/logs\n"
+        f"metadata.log.dir={base}/metadata\n"
+    )
+    config = load_server_config(path, overrides={**FAST, **(extra or {})})
+    if format_as is not None:
+        format_storage(config, format_as)
+    return config
+
+
+async def start_nodes(
+    nursery: trio.Nursery, root: Path, count: int, **kwargs: Any
+) -> list[ControllerNode]:
+    ports = free_ports(count)
+    nodes = []
+    for node_id in range(1, count + 1):
+        node = ControllerNode.from_config(
+            controller_config(root, node_id, ports, **kwargs), seed=node_id
+        )
+        await nursery.start(node.run)
+        nodes.append(node)
+    return nodes
+
+
+async def wait_for_leader(nodes: Sequence[ControllerNode]) -> ControllerNode:
+    """Until one running node leads with a high watermark and the others follow it."""
+    while True:
+        leaders = [n for n in nodes if n.is_leader and n.high_watermark]
+        if len(leaders) == 1 and all(n.leader_id == leaders[0].node_id for n in nodes):
+            return leaders[0]
+        async with trio.open_nursery() as waiters:
+            for node in nodes:
+                waiters.start_soon(_first_change, node, waiters.cancel_scope)
+
+
+async def _first_change(node: ControllerNode, scope: trio.CancelScope) -> None:
+    await node.wait_changed()
+    scope.cancel()
+
+
+async def connect(node: ControllerNode) -> TrioKafkaConnection:
+    assert node.address is not None
+    return await TrioKafkaConnection.connect(node.address.host, node.address.port)

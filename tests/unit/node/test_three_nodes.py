@@ -1,0 +1,122 @@
+"""Three controllers in one trio process on 127.0.0.1 (real sockets, real clock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+import trio.testing
+
+from quorum.node import AppendError, ControllerNode
+from quorum.wire.error_codes import Errors
+from quorum.wire.messages import (
+    DescribeClusterRequest,
+    DescribeQuorumRequest,
+    DescribeQuorumRequestPartition,
+    DescribeQuorumRequestTopic,
+)
+from quorum.wire.messages.pykraft_append import PykraftAppendRequest
+
+from .nodes import connect, controller_config, free_ports, start_nodes, wait_for_leader
+
+DESCRIBE_QUORUM = DescribeQuorumRequest(
+    topics=(
+        DescribeQuorumRequestTopic(
+            topic_name="__cluster_metadata",
+            partitions=(DescribeQuorumRequestPartition(partition_index=0),),
+        ),
+    )
+)
+
+
+async def test_three_voters_elect_one_leader_and_commit_through_the_network(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        nodes = await start_nodes(nursery, tmp_path, 3)
+        leader = await wait_for_leader(nodes)
+        follower = next(n for n in nodes if n is not leader)
+        async with await connect(follower) as conn:
+            refused = await conn.request(PykraftAppendRequest(records=(b"x",)))
+            cluster = await conn.request(DescribeClusterRequest(endpoint_type=2))
+        assert (refused.error_code, refused.leader_id) == (
+            Errors.NOT_LEADER_OR_FOLLOWER, leader.node_id
+        )
+        assert cluster.controller_id == leader.node_id
+        async with await connect(leader) as conn:
+            answer = await conn.request(PykraftAppendRequest(records=(b"x", b"y")))
+            quorum = await conn.request(DESCRIBE_QUORUM)
+        assert answer.error_code == 0 and answer.leader_id == leader.node_id
+        partition = quorum.topics[0].partitions[0]
+        assert partition.leader_id == leader.node_id
+        assert partition.high_watermark > answer.last_offset
+        assert sorted(v.replica_id for v in partition.current_voters) == [1, 2, 3]
+        assert [n.node_id for n in quorum.nodes] == [1, 2, 3]
+        for node in nodes:
+            node.stop()
+
+
+async def test_a_stopped_leader_hands_over_and_the_others_keep_committing(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        nodes = await start_nodes(nursery, tmp_path, 3)
+        old = await wait_for_leader(nodes)
+        await old.append_and_wait_committed([b"before"])
+        epoch = old.epoch
+        old.stop()
+        rest = [n for n in nodes if n is not old]
+        new = await wait_for_leader(rest)
+        assert new.epoch > epoch
+        outcome = await new.append_and_wait_committed([b"after"])
+        assert outcome.leader_epoch == new.epoch
+        for node in rest:
+            node.stop()
+
+
+async def test_a_node_of_another_cluster_cannot_join_or_disrupt(tmp_path: Path) -> None:
+    ports = free_ports(3)
+    nodes = [
+        ControllerNode.from_config(
+            controller_config(
+                tmp_path, node_id, ports,
+                format_as="AAAAAAAAAAAAAAAAAAAAAB" if node_id == 3 else "MkU3OEVBNTcwNTJENDM2Qg",
+            ),
+            seed=node_id,
+        )
+        for node_id in (1, 2, 3)
+    ]
+    async with trio.open_nursery() as nursery:
+        for node in nodes:
+            await nursery.start(node.run)
+        leader = await wait_for_leader(nodes[:2])
+        await leader.append_and_wait_committed([b"x"])
+        stranger = nodes[2]
+        assert not stranger.is_leader and stranger.leader_id != leader.node_id
+        for node in nodes:
+            node.stop()
+
+
+async def test_a_writer_waiting_on_a_leader_that_stops_is_told_instead_of_hanging(
+    tmp_path: Path,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        nodes = await start_nodes(nursery, tmp_path, 3)
+        leader = await wait_for_leader(nodes)
+        for node in nodes:
+            if node is not leader:
+                node.stop()
+        failure: list[AppendError] = []
+
+        async def writer() -> None:
+            try:
+                await leader.append_and_wait_committed([b"never committed"])
+            except AppendError as exc:
+                failure.append(exc)
+
+        async with trio.open_nursery() as writers:
+            writers.start_soon(writer)
+            await trio.testing.wait_all_tasks_blocked()
+            leader.stop()
+        [error] = failure
+        assert error.error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.BROKER_NOT_AVAILABLE)
