@@ -4,7 +4,8 @@ Run ``python -m bench.bench_quorum [--runs 3] [--sequential 2000] [--commits 200
 [--in-flight 64] [--failover-rounds 10] [--handover-rounds 5] [--profile DIR]``.
 
 Each run starts a fresh 3-controller quorum: real processes on loopback,
-fsync on, Kafka's default timeouts (``bench.quorum_cluster``). Then:
+fsync on, Kafka's default timeouts (``deploy.LocalCluster`` running
+``bench.quorum_node``). Then:
 
 * embedded writer: the leader's own process commits ``--sequential``
   single-record appends one after the other (latency), then ``--commits``
@@ -24,6 +25,7 @@ writes a cProfile of each node's trio thread and prints the leader's top.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pstats
@@ -37,24 +39,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.quorum_cluster import BenchCluster
+from deploy import ClusterSpec, LaunchError, LocalCluster
 from quorum.client import BlockingKafkaConnection, ClientError
-from quorum.wire.messages import (
-    DescribeQuorumRequest,
-    DescribeQuorumRequestPartition,
-    DescribeQuorumRequestTopic,
-)
 from quorum.wire.messages.pykraft_append import PykraftAppendRequest
 
 __all__ = ["main"]
 
 REQUEST = PykraftAppendRequest(records=(b"v" * 100,))
-DESCRIBE = DescribeQuorumRequest(
-    topics=(DescribeQuorumRequestTopic(
-        topic_name="__cluster_metadata",
-        partitions=(DescribeQuorumRequestPartition(partition_index=0),),
-    ),)
-)
+# Kafka's default timeouts (no test profile); fsync is on by default
+SPEC = ClusterSpec(controllers=3, test_profile=False,
+                   command=(sys.executable, "-m", "bench.quorum_node"))
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -93,7 +87,8 @@ def network_rate(conn: BlockingKafkaConnection, count: int, in_flight: int) -> f
 # -- failover ------------------------------------------------------------------------------
 
 
-def _connections(cluster: BenchCluster, nodes: Sequence[int]) -> dict[int, BlockingKafkaConnection]:
+def _connections(cluster: LocalCluster, nodes: Sequence[int]
+                 ) -> dict[int, BlockingKafkaConnection]:
     return {n: BlockingKafkaConnection.connect(*cluster.address(n), timeout=2) for n in nodes}
 
 
@@ -118,41 +113,26 @@ def time_to_next_commit(
     raise RuntimeError("no commit after the leader went away")
 
 
-def caught_up(cluster: BenchCluster, leader: int) -> bool:
-    try:
-        with BlockingKafkaConnection.connect(*cluster.address(leader), timeout=2) as conn:
-            answer = conn.request(DESCRIBE, timeout=2)
-    except ClientError:
-        return False
-    part = answer.topics[0].partitions[0] if answer.topics else None
-    if part is None or part.error_code != 0:
-        return False
-    return len(part.current_voters) == cluster.size and all(
-        v.log_end_offset >= part.high_watermark for v in part.current_voters
-    )
-
-
-def leader_change_rounds(cluster: BenchCluster, rounds: int, signum: int) -> list[float]:
+def leader_change_rounds(cluster: LocalCluster, rounds: int, signum: int,
+                         node_args: Sequence[str]) -> list[float]:
     """Seconds from the signal to the leader until the next commit, per round."""
     times = []
     for _ in range(rounds):
-        leader = cluster.find_leader()
-        survivors = [n for n in cluster.running() if n != leader]
+        # every voter caught up, so any survivor can win and the leader commits
+        leader = cluster.wait_caught_up(timeout=30).leader_id
+        survivors = [n for n in cluster.node_ids if n != leader and cluster.is_running(n)]
         conns = _connections(cluster, survivors)
         start = time.perf_counter()
-        cluster.signal(leader, signum)
+        # os.kill, not cluster.kill: reaping a SIGKILLed node would sit inside the timing
+        os.kill(cluster.pid(leader), signum)
         try:
             times.append(time_to_next_commit(conns, start))
         finally:
             for conn in conns.values():
                 conn.close()
-        cluster.reap(leader)
-        cluster.start(leader)
-        cluster.wait_ready(leader)
-        new_leader = cluster.find_leader()
-        deadline = time.monotonic() + 30
-        while not caught_up(cluster, new_leader) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        cluster.wait_exit(leader, timeout=20)
+        cluster.start_node(leader, args=node_args)
+        cluster.wait_caught_up(timeout=30)
         time.sleep(0.5)  # the restarted node follows before the next round
     return times
 
@@ -160,41 +140,58 @@ def leader_change_rounds(cluster: BenchCluster, rounds: int, signum: int) -> lis
 # -- one run ---------------------------------------------------------------------------------
 
 
-def embedded_result(cluster: BenchCluster, timeout: float = 300.0) -> dict[str, object]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for node_id in cluster.configs:
-            for line in cluster.stdout(node_id).splitlines():
+def embedded_result(cluster: LocalCluster, timeout: float = 300.0) -> dict[str, object]:
+    """The ``BENCH {json}`` line the leader's embedded workload prints (into node.log)."""
+    def result() -> dict[str, object] | None:
+        for node_id in cluster.node_ids:
+            path = cluster.layout[node_id].log_path
+            for line in path.read_text(errors="replace").splitlines():
                 if line.startswith("BENCH "):
-                    result: dict[str, object] = json.loads(line[6:])
-                    return result
-        time.sleep(0.1)
-    raise RuntimeError("the embedded workload printed no result")
+                    try:
+                        found: dict[str, object] = json.loads(line[6:])
+                    except ValueError:  # still being written
+                        return None
+                    return found
+        return None
+
+    return cluster.wait_for(result, "the embedded workload's result", timeout)
+
+
+def stop_all(cluster: LocalCluster) -> None:
+    """SIGTERM every node at once (profiles are written on an orderly exit), then reap."""
+    running = [n for n in cluster.node_ids if cluster.is_running(n)]
+    for node_id in running:
+        cluster.kill(node_id, signal.SIGTERM)
+    for node_id in running:
+        with contextlib.suppress(LaunchError):  # close() kills it
+            cluster.wait_exit(node_id, timeout=20)
+    cluster.close()
 
 
 def one_run(args: argparse.Namespace, base: Path, run: int) -> dict[str, list[float]]:
-    node_args = ["--log-level", args.log_level, "--embedded-sequential", str(args.sequential),
-                 "--embedded-commits", str(args.commits), "--in-flight", str(args.in_flight)]
-    if args.fsync_direct:
-        node_args.append("--fsync-direct")
-    cluster = BenchCluster(base / f"run-{run}", node_args=node_args)
+    node_args = ["--log-level", args.log_level, *(["--fsync-direct"] if args.fsync_direct else [])]
+    # the embedded workload and the profile only on the first start of each node
+    first_args = [*node_args, "--embedded-sequential", str(args.sequential),
+                  "--embedded-commits", str(args.commits), "--in-flight", str(args.in_flight)]
+    cluster = LocalCluster(base / f"run-{run}", SPEC)
     profile_dir = Path(args.profile) if args.profile else None
     try:
-        for node_id in cluster.configs:
+        cluster.prepare()
+        for node_id in cluster.node_ids:
             extra = [] if profile_dir is None else [
                 "--profile", str(profile_dir / f"run-{run}-node-{node_id}.prof")]
-            cluster.start(node_id, extra)
-        for node_id in cluster.configs:
+            cluster.start_node(node_id, wait=False, args=[*first_args, *extra])
+        for node_id in cluster.node_ids:
             cluster.wait_ready(node_id)
         embedded = embedded_result(cluster)
-        leader = cluster.find_leader()
+        leader = cluster.wait_caught_up(timeout=30).leader_id
         with BlockingKafkaConnection.connect(*cluster.address(leader)) as conn:
             latencies = network_latencies(conn, args.sequential)
             rate = network_rate(conn, args.commits, args.in_flight)
-        failover = leader_change_rounds(cluster, args.failover_rounds, signal.SIGKILL)
-        handover = leader_change_rounds(cluster, args.handover_rounds, signal.SIGTERM)
+        failover = leader_change_rounds(cluster, args.failover_rounds, signal.SIGKILL, node_args)
+        handover = leader_change_rounds(cluster, args.handover_rounds, signal.SIGTERM, node_args)
     finally:
-        cluster.stop_all()
+        stop_all(cluster)
     embedded_latencies = embedded["latencies_s"]
     assert isinstance(embedded_latencies, list)
     return {

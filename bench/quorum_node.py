@@ -3,11 +3,12 @@
 The same ``ControllerNode`` as ``kraft server-start`` (ready line on stdout,
 SIGTERM for an orderly stop), plus two benchmark aids:
 
-* ``--embedded-sequential N --embedded-commits M --in-flight K``: once this
-  node leads, it commits N single-record appends one after the other through
-  the in-process writer (``append_and_wait_committed``), then M more with K
-  writer tasks, and prints one ``BENCH {json}`` line with the latencies and
-  the rate. Followers print nothing.
+* ``--embedded-sequential N --embedded-commits M --in-flight K``: if this
+  node is the first leader it learns of, it commits N single-record appends
+  one after the other through the in-process writer
+  (``append_and_wait_committed``), then M more with K writer tasks, and
+  prints one ``BENCH {json}`` line with the latencies and the rate. Other
+  nodes print nothing.
 * ``--profile PATH``: cProfile of the trio thread, written on exit.
 """
 
@@ -29,10 +30,20 @@ __all__ = ["main"]
 PAYLOAD = b"v" * 100
 
 
-async def _wait_until_leading(node: ControllerNode) -> None:
+async def _leads_first(node: ControllerNode) -> bool:
+    """Whether this node is the first leader it learns of (then once it can commit).
+
+    Only the first leader runs the workload: a node that takes over later, while
+    the bench measures failovers, must not load the quorum with a second run.
+    """
     await node.wait_started()
+    while node.leader_id is None:
+        await node.wait_changed()
+    if node.leader_id != node.node_id:
+        return False
     while not (node.is_leader and node.high_watermark):
         await node.wait_changed()
+    return True
 
 
 async def _sequential(node: ControllerNode, count: int) -> list[float]:
@@ -61,7 +72,8 @@ async def _concurrent(node: ControllerNode, count: int, in_flight: int) -> float
 
 
 async def _workload(node: ControllerNode, args: argparse.Namespace) -> None:
-    await _wait_until_leading(node)
+    if not await _leads_first(node):
+        return
     await trio.sleep(0.5)  # followers connected and fetching
     latencies = await _sequential(node, args.embedded_sequential)
     rate = await _concurrent(node, args.embedded_commits, args.in_flight) if args.embedded_commits else 0.0
