@@ -23,6 +23,7 @@ Facts the schema snapshot lacks are applied as patches in :data:`PATCHES`
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import keyword
 import re
@@ -56,7 +57,34 @@ MODULES: dict[str, list[tuple[str, int, int]]] = {
     "broker_lifecycle": [("BrokerRegistration", 0, 4), ("BrokerHeartbeat", 0, 1)],
     "describe_cluster": [("DescribeCluster", 0, 1)],
     "control_records": [("LeaderChangeMessage", 0, 1), ("VotersRecord", 0, 0)],
+    "create_partitions": [("CreatePartitions", 0, 3)],
+    "elect_leaders": [("ElectLeaders", 0, 2)],
+    "partition_reassignments": [
+        ("AlterPartitionReassignments", 0, 0),
+        ("ListPartitionReassignments", 0, 0),
+    ],
+    "configs": [("IncrementalAlterConfigs", 0, 1), ("DescribeConfigs", 0, 4)],
+    "allocate_producer_ids": [("AllocateProducerIds", 0, 0)],
+    "unregister_broker": [("UnregisterBroker", 0, 0)],
+    "metadata_records": [
+        ("RegisterBrokerRecord", 0, 3),
+        ("UnregisterBrokerRecord", 0, 0),
+        ("TopicRecord", 0, 0),
+        ("PartitionRecord", 0, 2),
+        ("ConfigRecord", 0, 0),
+        ("PartitionChangeRecord", 0, 2),
+        ("FenceBrokerRecord", 0, 0),
+        ("UnfenceBrokerRecord", 0, 0),
+        ("RemoveTopicRecord", 0, 0),
+        ("FeatureLevelRecord", 0, 0),
+        ("ProducerIdsRecord", 0, 0),
+        ("BrokerRegistrationChangeRecord", 0, 2),
+        ("NoOpRecord", 0, 0),
+    ],
 }
+
+# Modules written by hand that the package exports too (their own ``__all__``).
+HAND_WRITTEN: tuple[str, ...] = ("pykraft_append",)
 
 MODULE_DOCS: dict[str, str] = {
     "api_versions": "ApiVersions (18): the version handshake every connection starts with.",
@@ -74,6 +102,17 @@ MODULE_DOCS: dict[str, str] = {
     "broker_lifecycle": "BrokerRegistration (62) and BrokerHeartbeat (63): broker liveness.",
     "describe_cluster": "DescribeCluster (60): cluster id, controller and brokers.",
     "control_records": "KRaft control records: LeaderChangeMessage and VotersRecord (data schemas).",
+    "create_partitions": "CreatePartitions (37): add partitions to existing topics.",
+    "elect_leaders": "ElectLeaders (43): preferred and unclean partition leader elections.",
+    "partition_reassignments": (
+        "AlterPartitionReassignments (45) and ListPartitionReassignments (46)."
+    ),
+    "configs": "IncrementalAlterConfigs (44) and DescribeConfigs (32): resource configs.",
+    "allocate_producer_ids": "AllocateProducerIds (67): blocks of producer ids for brokers.",
+    "unregister_broker": "UnregisterBroker (64): remove a broker's registration.",
+    "metadata_records": (
+        "KRaft metadata records (the __cluster_metadata log's state-machine records)."
+    ),
 }
 
 # Hand-written code appended to a module: (names for __all__, source text).
@@ -169,6 +208,12 @@ PATCHES: dict[str, Callable[[Schema], None]] = {
 
 # ---------------------------------------------------------------------------
 # Reading schemas.
+
+
+def schema_path(schema_dir: Path, name: str) -> Path:
+    """Client/KRaft schemas sit in the directory, metadata records in ``metadata/``."""
+    path = schema_dir / f"{name}.json"
+    return path if path.exists() else schema_dir / "metadata" / f"{name}.json"
 
 
 def load_schema(path: Path) -> Schema:
@@ -314,7 +359,8 @@ class Emitter:
         )
         nullable = self.in_range(f.get("nullableVersions"))
         if is_array:
-            return "default=()"
+            # a nullable array whose default is null (PartitionChangeRecord's "no change")
+            return "default=None" if raw == "null" and nullable else "default=()"
         if elem not in PRIMITIVES:
             return f"factory={py}"
         if raw == "null" or (elem == "records" and nullable):
@@ -359,7 +405,7 @@ def render_module(module: str, schema_dir: Path) -> tuple[str, list[str]]:
         em.low, em.high = lo, hi
         kinds = ("Request", "Response") if not api.endswith(("Message", "Record")) else ("",)
         for kind in kinds:
-            emit_message(em, load_schema(schema_dir / f"{api}{kind}.json"), lo, hi)
+            emit_message(em, load_schema(schema_path(schema_dir, f"{api}{kind}")), lo, hi)
         if kinds != ("",):
             registrations.append(
                 f"register_api(\n    ApiSpec(\n        key={em_key(schema_dir, api)},\n"
@@ -376,7 +422,7 @@ def render_module(module: str, schema_dir: Path) -> tuple[str, list[str]]:
 
 
 def em_key(schema_dir: Path, api: str) -> int:
-    key = load_schema(schema_dir / f"{api}Request.json")["apiKey"]
+    key = load_schema(schema_path(schema_dir, f"{api}Request"))["apiKey"]
     assert isinstance(key, int)
     return key
 
@@ -431,7 +477,8 @@ def render_init(exports: dict[str, list[str]]) -> str:
         "",
     ]
     for module in sorted(exports):
-        names = sorted(exports[module], key=isort_key)
+        # ruff's isort compares imported names without case; RUF022 (__all__) with it
+        names = sorted(exports[module], key=lambda n: (isort_key(n)[0], n.lower()))
         lines.append(f"from quorum.wire.messages.{module} import (")
         lines += [f"    {n}," for n in names]
         lines.append(")")
@@ -441,6 +488,16 @@ def render_init(exports: dict[str, list[str]]) -> str:
     ]
     lines += ["]", ""]
     return "\n".join(lines)
+
+
+def hand_written_names(path: Path) -> list[str]:
+    """The ``__all__`` of a hand-written module, read without importing it."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return [str(name) for name in ast.literal_eval(node.value)]
+    raise SystemExit(f"{path} has no __all__")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -453,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
     exports: dict[str, list[str]] = {}
     for module in MODULES:
         outputs[f"{module}.py"], exports[module] = render_module(module, args.schema_dir)
+    for module in HAND_WRITTEN:
+        exports[module] = hand_written_names(args.out / f"{module}.py")
     outputs["__init__.py"] = render_init(exports)
     stale = []
     for name, text in outputs.items():

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import quorum.wire.messages as messages
 from quorum.wire.apis import API_BY_KEY, CLIENT_LISTENER_VERSIONS, CONTROLLER_LISTENER_VERSIONS
 from quorum.wire.codec import decode, encode
+from quorum.wire.messages import metadata_records
 from quorum.wire.schema import message_info
 from tests.unit.wire.strategies import message_strategy, random_message
 
@@ -27,7 +28,15 @@ from tests.unit.wire.strategies import message_strategy, random_message
 # first use, and rebuilding the nested strategies for every example is slow.
 _strategy = functools.cache(message_strategy)
 
-DATA_SCHEMAS = (messages.LeaderChangeMessage, messages.VotersRecord)
+DATA_SCHEMAS = (
+    messages.LeaderChangeMessage,
+    messages.VotersRecord,
+    *(
+        getattr(metadata_records, name)
+        for name in metadata_records.__all__
+        if name.endswith("Record")
+    ),
+)
 
 
 def _pairs() -> list[Any]:
@@ -75,7 +84,8 @@ def test_seeded_random_messages_round_trip_at_each_declared_version(
 
 
 def test_every_api_key_in_the_spec_is_registered_once_with_matching_classes() -> None:
-    expected = {0, 1, 2, 3, 18, 19, 20, 22, 52, 53, 54, 55, 56, 59, 60, 62, 63, 10000}
+    expected = {0, 1, 2, 3, 18, 19, 20, 22, 32, 37, 43, 44, 45, 46, 52, 53, 54, 55, 56, 59, 60}
+    expected |= {62, 63, 64, 67, 10000}
     assert set(API_BY_KEY) == expected
     for key, spec in API_BY_KEY.items():
         for cls in (spec.request, spec.response):
