@@ -10,6 +10,7 @@ import click
 
 from cli.dev import dev
 from cli.metadata_quorum import metadata_quorum
+from cli.metadata_tools import dump_log, metadata_shell
 from cli.server import server_start
 from cli.storage import storage
 
@@ -26,6 +27,8 @@ kraft.add_command(storage)
 kraft.add_command(server_start)
 kraft.add_command(metadata_quorum)
 kraft.add_command(dev)
+kraft.add_command(dump_log)
+kraft.add_command(metadata_shell)
 
 
 def main() -> None:

@@ -56,7 +56,12 @@ MODULES: dict[str, list[tuple[str, int, int]]] = {
     "alter_partition": [("AlterPartition", 0, 3)],
     "broker_lifecycle": [("BrokerRegistration", 0, 4), ("BrokerHeartbeat", 0, 1)],
     "describe_cluster": [("DescribeCluster", 0, 1)],
-    "control_records": [("LeaderChangeMessage", 0, 1), ("VotersRecord", 0, 0)],
+    "control_records": [
+        ("LeaderChangeMessage", 0, 1),
+        ("VotersRecord", 0, 0),
+        ("SnapshotHeaderRecord", 0, 0),
+        ("SnapshotFooterRecord", 0, 0),
+    ],
     "create_partitions": [("CreatePartitions", 0, 3)],
     "elect_leaders": [("ElectLeaders", 0, 2)],
     "partition_reassignments": [
@@ -84,7 +89,7 @@ MODULES: dict[str, list[tuple[str, int, int]]] = {
 }
 
 # Modules written by hand that the package exports too (their own ``__all__``).
-HAND_WRITTEN: tuple[str, ...] = ("pykraft_append",)
+HAND_WRITTEN: tuple[str, ...] = ("pykraft_append", "pykraft_describe_image")
 
 MODULE_DOCS: dict[str, str] = {
     "api_versions": "ApiVersions (18): the version handshake every connection starts with.",
@@ -101,7 +106,10 @@ MODULE_DOCS: dict[str, str] = {
     "alter_partition": "AlterPartition (56): partition leaders ask the controller to change ISR.",
     "broker_lifecycle": "BrokerRegistration (62) and BrokerHeartbeat (63): broker liveness.",
     "describe_cluster": "DescribeCluster (60): cluster id, controller and brokers.",
-    "control_records": "KRaft control records: LeaderChangeMessage and VotersRecord (data schemas).",
+    "control_records": (
+        "KRaft control records: LeaderChangeMessage, VotersRecord and the snapshot\n"
+        "header and footer records (data schemas)."
+    ),
     "create_partitions": "CreatePartitions (37): add partitions to existing topics.",
     "elect_leaders": "ElectLeaders (43): preferred and unclean partition leader elections.",
     "partition_reassignments": (

@@ -83,6 +83,12 @@ CONTROLLER_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     18: (0, 4),  # ApiVersions
     19: (0, 5),  # CreateTopics
     20: (0, 4),  # DeleteTopics
+    32: (0, 4),  # DescribeConfigs
+    37: (0, 3),  # CreatePartitions
+    43: (0, 2),  # ElectLeaders
+    44: (0, 1),  # IncrementalAlterConfigs
+    45: (0, 0),  # AlterPartitionReassignments
+    46: (0, 0),  # ListPartitionReassignments
     52: (0, 2),  # Vote
     53: (0, 1),  # BeginQuorumEpoch
     54: (0, 1),  # EndQuorumEpoch
@@ -92,5 +98,8 @@ CONTROLLER_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     60: (0, 1),  # DescribeCluster
     62: (0, 4),  # BrokerRegistration
     63: (0, 1),  # BrokerHeartbeat
+    64: (0, 0),  # UnregisterBroker
+    67: (0, 0),  # AllocateProducerIds
     10000: (0, 0),  # PykraftAppend: pykraft's own, commits records (messages/pykraft_append.py)
+    10001: (0, 0),  # PykraftDescribeImage: pykraft's own, a node's image digest
 }

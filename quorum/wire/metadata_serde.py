@@ -34,6 +34,7 @@ from quorum.wire.messages.metadata_records import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from quorum.wire.messages.pykraft_append import PykraftPayloadRecord
 from quorum.wire.primitives import decode_unsigned_varint, unsigned_varint_bytes
 from quorum.wire.schema import message_info
 
@@ -45,6 +46,8 @@ __all__ = [
     "decode_metadata_record",
     "encode_metadata_record",
     "record_api_key",
+    "unwrap_payload",
+    "wrap_payload",
 ]
 
 MetadataRecord: TypeAlias = (
@@ -61,6 +64,7 @@ MetadataRecord: TypeAlias = (
     | ProducerIdsRecord
     | BrokerRegistrationChangeRecord
     | NoOpRecord
+    | PykraftPayloadRecord
 )
 
 FRAME_VERSION: Final = 1
@@ -79,6 +83,7 @@ WRITE_VERSIONS: Final[dict[type[MetadataRecord], int]] = {
     ProducerIdsRecord: 0,
     BrokerRegistrationChangeRecord: 1,
     NoOpRecord: 0,
+    PykraftPayloadRecord: 0,
 }
 
 
@@ -131,3 +136,17 @@ def decode_metadata_record(value: bytes | memoryview) -> MetadataRecord:
             f"{len(value) - end} byte(s) of garbage after {cls.__name__} v{version}"
         )
     return record
+
+
+def wrap_payload(value: bytes | memoryview) -> bytes:
+    """A PykraftAppend value as a metadata record value (PykraftPayloadRecord)."""
+    return encode_metadata_record(PykraftPayloadRecord(payload=bytes(value)))
+
+
+def unwrap_payload(value: bytes | memoryview) -> bytes | None:
+    """The value ``wrap_payload`` wrapped; None for any other record value."""
+    try:
+        record = decode_metadata_record(value)
+    except WireDecodeError:
+        return None
+    return bytes(record.payload) if isinstance(record, PykraftPayloadRecord) else None

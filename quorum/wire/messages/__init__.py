@@ -49,6 +49,8 @@ from quorum.wire.messages.configs import (
 from quorum.wire.messages.control_records import (
     LeaderChangeMessage,
     LeaderChangeVoter,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
     VotersRecord,
     VotersRecordEndpoint,
     VotersRecordKRaftVersionFeature,
@@ -174,8 +176,15 @@ from quorum.wire.messages.produce import (
 )
 from quorum.wire.messages.pykraft_append import (
     PYKRAFT_APPEND_KEY,
+    PYKRAFT_PAYLOAD_RECORD_KEY,
     PykraftAppendRequest,
     PykraftAppendResponse,
+    PykraftPayloadRecord,
+)
+from quorum.wire.messages.pykraft_describe_image import (
+    PYKRAFT_DESCRIBE_IMAGE_KEY,
+    PykraftDescribeImageRequest,
+    PykraftDescribeImageResponse,
 )
 from quorum.wire.messages.quorum_epoch import (
     BeginQuorumEpochRequest,
@@ -225,6 +234,8 @@ from quorum.wire.messages.vote import (
 __all__ = [
     "OLD_MESSAGE_FORMAT_VERSIONS",
     "PYKRAFT_APPEND_KEY",
+    "PYKRAFT_DESCRIBE_IMAGE_KEY",
+    "PYKRAFT_PAYLOAD_RECORD_KEY",
     "AllocateProducerIdsRequest",
     "AllocateProducerIdsResponse",
     "AlterPartitionReassignmentsRequest",
@@ -372,10 +383,15 @@ __all__ = [
     "ProducerIdsRecord",
     "PykraftAppendRequest",
     "PykraftAppendResponse",
+    "PykraftDescribeImageRequest",
+    "PykraftDescribeImageResponse",
+    "PykraftPayloadRecord",
     "RegisterBrokerRecord",
     "RegisterBrokerRecordBrokerEndpoint",
     "RegisterBrokerRecordBrokerFeature",
     "RemoveTopicRecord",
+    "SnapshotFooterRecord",
+    "SnapshotHeaderRecord",
     "TopicRecord",
     "UnfenceBrokerRecord",
     "UnregisterBrokerRecord",

@@ -6,6 +6,11 @@ quorum through the network the way an etcd or ZooKeeper client would. The
 leader answers once every record is committed (the high watermark passed
 it) with the offsets it got; any other node answers NOT_LEADER_OR_FOLLOWER
 with the leader it knows, so a client can redirect.
+
+In the metadata log each appended value is wrapped in a
+``PykraftPayloadRecord`` (a private metadata record type, key 10000), so the
+log stays a log of metadata records that every node can replay: the
+controller's image ignores it, as it ignores NoOpRecord.
 """
 
 from __future__ import annotations
@@ -17,9 +22,24 @@ import attrs
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import BYTES, INT16, INT32, INT64, STRING, array, field, message
 
-__all__ = ["PYKRAFT_APPEND_KEY", "PykraftAppendRequest", "PykraftAppendResponse"]
+__all__ = [
+    "PYKRAFT_APPEND_KEY",
+    "PYKRAFT_PAYLOAD_RECORD_KEY",
+    "PykraftAppendRequest",
+    "PykraftAppendResponse",
+    "PykraftPayloadRecord",
+]
 
 PYKRAFT_APPEND_KEY: Final = 10000
+PYKRAFT_PAYLOAD_RECORD_KEY: Final = 10000
+
+
+@message(api_key=PYKRAFT_PAYLOAD_RECORD_KEY, versions=(0, 0), flexible="0+")
+@attrs.frozen(kw_only=True)
+class PykraftPayloadRecord:
+    """An opaque value appended through PykraftAppend (a metadata record type)."""
+
+    payload: bytes = field(BYTES, default=b"")
 
 
 @message(api_key=PYKRAFT_APPEND_KEY, versions=(0, 0), flexible="0+")

@@ -1,0 +1,60 @@
+"""Image digests: one hash that two nodes compare to know they hold the same metadata.
+
+``image_digest`` is the hex SHA-256 of the canonical records of the image
+(``image_records``), each encoded as it would be written to the log and
+prefixed by its length, so no two record lists share an encoding. The
+provenance is left out: a controller that replayed the log and a broker that
+loaded a snapshot at the same offset compare equal, and so do two images
+that reach the same state by different records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from typing import Final
+
+from quorum.controller.image import MetadataImage
+from quorum.controller.image_json import image_to_json
+from quorum.controller.snapshot import image_records
+from quorum.wire.messages.pykraft_describe_image import PykraftDescribeImageResponse
+from quorum.wire.metadata_serde import encode_metadata_record
+
+__all__ = [
+    "SHORT_DIGEST_CHARS",
+    "build_describe_image_response",
+    "image_digest",
+    "short_digest",
+]
+
+SHORT_DIGEST_CHARS: Final = 12
+_LENGTH: Final = struct.Struct(">I")
+
+
+def image_digest(image: MetadataImage) -> str:
+    """Hex SHA-256 over the image's canonical records (provenance excluded)."""
+    hasher = hashlib.sha256()
+    for record in image_records(image):
+        value = encode_metadata_record(record)
+        hasher.update(_LENGTH.pack(len(value)))
+        hasher.update(value)
+    return hasher.hexdigest()
+
+
+def short_digest(digest: str) -> str:
+    """The first characters of a digest, for log lines (like a short git hash)."""
+    return digest[:SHORT_DIGEST_CHARS]
+
+
+def build_describe_image_response(
+    image: MetadataImage, *, node_id: int, include_image: bool
+) -> PykraftDescribeImageResponse:
+    """A node's PykraftDescribeImage answer for its committed ``image``."""
+    return PykraftDescribeImageResponse(
+        node_id=node_id,
+        offset=image.provenance.offset,
+        epoch=image.provenance.epoch,
+        digest=image_digest(image),
+        image_json=json.dumps(image_to_json(image)) if include_image else None,
+    )

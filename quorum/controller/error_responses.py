@@ -1,0 +1,137 @@
+"""One error for a whole controller request, in the shape of its response.
+
+Used when the request cannot be handled at all: this node is not the active
+controller (NOT_CONTROLLER), leadership moved before its records were
+committed, or the node is shutting down. Requests with per-item results get
+the error on every item, as Kafka's controller answers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from quorum.wire.error_codes import Errors
+from quorum.wire.messages import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsResponseTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    CreateTopicsResponseTopic,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DeleteTopicsResponseTopic,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeConfigsResponseResult,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsResponseAlterConfigsResource,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
+
+__all__ = ["CONTROLLER_REQUESTS", "error_response"]
+
+_Builder = Callable[[Any, Errors, str], Any]
+
+
+def _create_topics(request: CreateTopicsRequest, error: Errors, text: str) -> Any:
+    return CreateTopicsResponse(
+        topics=tuple(
+            CreateTopicsResponseTopic(name=t.name, error_code=error, error_message=text)
+            for t in request.topics
+        )
+    )
+
+
+def _delete_topics(request: DeleteTopicsRequest, error: Errors, text: str) -> Any:
+    return DeleteTopicsResponse(
+        responses=tuple(
+            DeleteTopicsResponseTopic(name=name, error_code=error) for name in request.topic_names
+        )
+    )
+
+
+def _create_partitions(request: CreatePartitionsRequest, error: Errors, text: str) -> Any:
+    return CreatePartitionsResponse(
+        results=tuple(
+            CreatePartitionsResponseTopicResult(name=t.name, error_code=error, error_message=text)
+            for t in request.topics
+        )
+    )
+
+
+def _alter_configs(request: IncrementalAlterConfigsRequest, error: Errors, text: str) -> Any:
+    return IncrementalAlterConfigsResponse(
+        responses=tuple(
+            IncrementalAlterConfigsResponseAlterConfigsResource(
+                error_code=error,
+                error_message=text,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+            )
+            for r in request.resources
+        )
+    )
+
+
+def _describe_configs(request: DescribeConfigsRequest, error: Errors, text: str) -> Any:
+    return DescribeConfigsResponse(
+        results=tuple(
+            DescribeConfigsResponseResult(
+                error_code=error,
+                error_message=text,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+            )
+            for r in request.resources
+        )
+    )
+
+
+_BUILDERS: Final[dict[type, _Builder]] = {
+    CreateTopicsRequest: _create_topics,
+    DeleteTopicsRequest: _delete_topics,
+    CreatePartitionsRequest: _create_partitions,
+    IncrementalAlterConfigsRequest: _alter_configs,
+    DescribeConfigsRequest: _describe_configs,
+    AlterPartitionRequest: lambda r, e, t: AlterPartitionResponse(error_code=e),
+    ElectLeadersRequest: lambda r, e, t: ElectLeadersResponse(error_code=e),
+    AlterPartitionReassignmentsRequest: lambda r, e, t: AlterPartitionReassignmentsResponse(
+        error_code=e, error_message=t
+    ),
+    ListPartitionReassignmentsRequest: lambda r, e, t: ListPartitionReassignmentsResponse(
+        error_code=e, error_message=t
+    ),
+    BrokerRegistrationRequest: lambda r, e, t: BrokerRegistrationResponse(error_code=e),
+    BrokerHeartbeatRequest: lambda r, e, t: BrokerHeartbeatResponse(error_code=e),
+    UnregisterBrokerRequest: lambda r, e, t: UnregisterBrokerResponse(error_code=e, error_message=t),
+    AllocateProducerIdsRequest: lambda r, e, t: AllocateProducerIdsResponse(error_code=e),
+}
+
+# the request classes the active controller handles (and a standby refuses)
+CONTROLLER_REQUESTS: Final = frozenset(_BUILDERS)
+
+
+def error_response(request: Any, error: Errors, message: str) -> Any:
+    """``request``'s response carrying ``error`` everywhere it has an error code."""
+    builder = _BUILDERS.get(type(request))
+    if builder is None:
+        raise TypeError(f"{type(request).__name__} is not a controller request")
+    return builder(request, error, message)

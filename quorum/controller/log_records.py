@@ -1,0 +1,162 @@
+"""Metadata records out of ``__cluster_metadata`` log bytes.
+
+``ReplicatedLog.read`` returns whole record batches. Data batches hold
+metadata records (``quorum.wire.metadata_serde``); control batches
+(LeaderChange, KRaft voters) hold none but still take offsets, so
+``iter_log_batches`` reports them too: a caller that counts the end offset
+sees every batch. A record that does not decode raises
+``MetadataLogError`` naming its offset: the committed log is not one this
+code can replay, and guessing would split the cluster's state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Final
+
+import attrs
+
+from quorum.log.protocol import ReplicatedLog
+from quorum.wire.batch import BatchHeader, batch_size_at
+from quorum.wire.errors import WireError
+from quorum.wire.metadata_serde import MetadataRecord, decode_metadata_record
+from quorum.wire.records import DecodedBatch, decode_batch
+
+__all__ = [
+    "READ_CHUNK_BYTES",
+    "CommittedRecords",
+    "LogBatch",
+    "MetadataLogError",
+    "iter_log_batches",
+    "iter_log_records",
+    "read_committed_range",
+    "read_committed_records",
+]
+
+READ_CHUNK_BYTES: Final = 1 << 20
+
+
+class MetadataLogError(Exception):
+    """Metadata log bytes that cannot be replayed (the message names the offset)."""
+
+
+@attrs.frozen(kw_only=True)
+class LogBatch:
+    """One batch of the metadata log: its offsets, epoch and (for data) its records."""
+
+    base_offset: int
+    last_offset: int
+    epoch: int
+    is_control: bool
+    # (offset, record) of a data batch; empty for a control batch
+    records: tuple[tuple[int, MetadataRecord], ...]
+    # the batch's bytes in the log (what snapshot policies count)
+    size_bytes: int = 0
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+
+def _describe_position(data: bytes | memoryview, pos: int) -> str:
+    try:
+        return f"the batch at offset {BatchHeader.parse(data, pos).base_offset}"
+    except WireError:
+        return f"the batch at byte {pos}"
+
+
+def _decode(batch: DecodedBatch) -> tuple[tuple[int, MetadataRecord], ...]:
+    records = []
+    for record in batch.records:
+        offset = batch.offset_of(record)
+        if record.value is None:
+            raise MetadataLogError(f"the metadata record at offset {offset} has no value")
+        try:
+            records.append((offset, decode_metadata_record(record.value)))
+        except WireError as exc:
+            raise MetadataLogError(f"the metadata record at offset {offset}: {exc}") from exc
+    return tuple(records)
+
+
+def iter_log_batches(data: bytes | memoryview) -> Iterator[LogBatch]:
+    """Each whole batch in ``data``, CRC checked; a trailing partial batch is ignored."""
+    pos, size = 0, len(data)
+    while (length := batch_size_at(data, pos)) is not None and pos + length <= size:
+        try:
+            batch = decode_batch(data, pos)
+        except WireError as exc:
+            raise MetadataLogError(f"{_describe_position(data, pos)}: {exc}") from exc
+        header = batch.header
+        yield LogBatch(
+            base_offset=header.base_offset,
+            last_offset=header.last_offset,
+            epoch=header.partition_leader_epoch,
+            is_control=header.is_control,
+            records=() if header.is_control else _decode(batch),
+            size_bytes=length,
+        )
+        pos += length
+
+
+def iter_log_records(data: bytes | memoryview) -> Iterator[tuple[int, int, MetadataRecord]]:
+    """(offset, epoch, record) of every metadata record in ``data``; control batches skipped."""
+    for batch in iter_log_batches(data):
+        for offset, record in batch.records:
+            yield offset, batch.epoch, record
+
+
+@attrs.frozen
+class CommittedRecords:
+    records: list[tuple[int, MetadataRecord]]
+    # the epoch of the batch holding the range's last offset; None for an empty range
+    last_epoch: int | None
+    size_bytes: int
+
+
+def read_committed_range(
+    log: ReplicatedLog, start: int, end: int, *, max_bytes: int = READ_CHUNK_BYTES
+) -> CommittedRecords:
+    """``read_committed_records`` plus the bytes of the batches read."""
+    size = 0
+
+    def count(batch: LogBatch) -> None:
+        nonlocal size
+        size += batch.size_bytes
+
+    records, last_epoch = read_committed_records(log, start, end, max_bytes=max_bytes, on_batch=count)
+    return CommittedRecords(records, last_epoch, size)
+
+
+def read_committed_records(
+    log: ReplicatedLog,
+    start: int,
+    end: int,
+    *,
+    max_bytes: int = READ_CHUNK_BYTES,
+    on_batch: Callable[[LogBatch], None] | None = None,
+) -> tuple[list[tuple[int, MetadataRecord]], int | None]:
+    """The records at offsets ``[start, end)`` and the epoch of the last batch read.
+
+    The epoch is that of the batch holding offset ``end - 1`` (control batches
+    count), None when the range is empty. Reads loop until ``end``: one read
+    never crosses a segment of the file log.
+    """
+    records: list[tuple[int, MetadataRecord]] = []
+    last_epoch: int | None = None
+    position = start
+    while position < end:
+        result = log.read(position, max_bytes)
+        if result.is_empty or result.next_offset <= position:
+            raise MetadataLogError(
+                f"the metadata log has no batch at offset {position} "
+                f"(log end offset {log.log_end_offset}); records up to {end} were asked for"
+            )
+        for batch in iter_log_batches(result.records):
+            if batch.next_offset <= start or batch.base_offset >= end:
+                continue
+            last_epoch = batch.epoch
+            records += [(o, r) for o, r in batch.records if start <= o < end]
+            if on_batch is not None:
+                on_batch(batch)
+        position = result.next_offset
+    return records, last_epoch

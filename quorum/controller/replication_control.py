@@ -1,0 +1,397 @@
+"""CreateTopics, DeleteTopics and CreatePartitions as controller commands.
+
+Each is a pure function of (image, request, version, ctx) that returns the
+records to append and the response (event sourcing: nothing changes until the
+records are replayed). Every check runs before any record is produced, per
+topic: a multi-topic request may succeed for some topics and fail for others,
+and a failed topic writes nothing. A topic is created whole (TopicRecord, its
+ConfigRecords and all its PartitionRecords in one result) or not at all.
+Within one request later topics see the earlier ones (names and ids in use).
+
+Kafka's rules (ReplicationControlManager, ControllerApis) with one addition:
+when neither the broker settings nor the request set ``min.insync.replicas``,
+the topic gets an explicit ``min.insync.replicas`` = a majority of its
+replication factor (rf // 2 + 1). Kafka's default is 1, with which acks=all
+acknowledges writes held by a single replica; see topic_configs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Mapping
+
+import attrs
+
+from quorum.controller.image import ConfigResourceType, MetadataImage
+from quorum.controller.rejections import Rejected
+from quorum.controller.replica_assignment import (
+    active_replicas,
+    assignment_problem,
+    partition_records,
+    place_on_active_brokers,
+)
+from quorum.controller.results import ControllerContext, ControllerResult
+from quorum.controller.topic_configs import (
+    CLUSTER_DEFAULT,
+    MIN_INSYNC_REPLICAS,
+    TOPIC_CONFIGS,
+    check_min_insync_replicas,
+    majority,
+    resolve_topic_configs,
+    validate_config_value,
+)
+from quorum.controller.topic_names import (
+    CLUSTER_METADATA_TOPIC,
+    colliding_topic,
+    topic_name_problem,
+)
+from quorum.wire.error_codes import Errors
+from quorum.wire.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestTopic,
+    CreatePartitionsResponse,
+    CreatePartitionsResponseTopicResult,
+)
+from quorum.wire.messages.metadata_records import (
+    ConfigRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
+from quorum.wire.messages.topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestTopic,
+    CreateTopicsResponse,
+    CreateTopicsResponseConfig,
+    CreateTopicsResponseTopic,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DeleteTopicsResponseTopic,
+)
+from quorum.wire.metadata_serde import MetadataRecord
+from quorum.wire.uuids import METADATA_TOPIC_ID, ZERO_UUID, uuid_to_str
+
+__all__ = [
+    "create_partitions",
+    "create_topics",
+    "delete_topics",
+]
+
+DUPLICATE_NAME = "Duplicate topic name: it may appear only once in a request."
+
+
+# -- CreateTopics ---------------------------------------------------------------------------
+
+
+@attrs.define
+class _Batch:
+    """What one request has created so far (later topics must see it)."""
+
+    image: MetadataImage
+    names: set[str] = attrs.field(factory=set)
+    ids: set[uuid.UUID] = attrs.field(factory=set)
+
+    def new_topic_id(self, ctx: ControllerContext) -> uuid.UUID:
+        while True:
+            candidate = uuid.UUID(bytes=ctx.rng.randbytes(16))
+            taken = candidate in self.ids or candidate in self.image.topics_by_id
+            reserved = candidate in (ZERO_UUID, METADATA_TOPIC_ID)
+            # Kafka never hands out an id whose text starts with '-' (reads as a flag)
+            if not (taken or reserved or uuid_to_str(candidate).startswith("-")):
+                self.ids.add(candidate)
+                return candidate
+
+
+def _check_name(batch: _Batch, name: str) -> None:
+    if name == CLUSTER_METADATA_TOPIC:
+        raise Rejected(Errors.INVALID_REQUEST, f"Creation of internal topic {name} is prohibited.")
+    problem = topic_name_problem(name)
+    if problem is not None:
+        raise Rejected(Errors.INVALID_TOPIC_EXCEPTION, problem)
+    if batch.image.topic(name) is not None or name in batch.names:
+        raise Rejected(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    other = colliding_topic(name, [*batch.image.topic_ids_by_name, *batch.names])
+    if other is not None:
+        raise Rejected(
+            Errors.INVALID_TOPIC_EXCEPTION,
+            f"Topic '{name}' collides with existing topic: {other} ('.' and '_' are "
+            "the same in metric names)",
+        )
+
+
+def _requested_configs(topic: CreateTopicsRequestTopic) -> dict[str, str]:
+    configs: dict[str, str] = {}
+    nulls = [c.name for c in topic.configs if c.value is None]
+    if nulls:
+        raise Rejected(
+            Errors.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(nulls)}"
+        )
+    for config in topic.configs:
+        assert config.value is not None
+        configs[config.name] = config.value  # a repeated key: the last wins, as in Kafka
+    for name, value in configs.items():
+        problem = validate_config_value(TOPIC_CONFIGS, name, value)
+        if problem is not None:
+            raise Rejected(Errors.INVALID_CONFIG, problem)
+    return configs
+
+
+def _manual_assignments(
+    image: MetadataImage, topic: CreateTopicsRequestTopic
+) -> list[tuple[int, ...]]:
+    if topic.replication_factor != -1 or topic.num_partitions != -1:
+        raise Rejected(
+            Errors.INVALID_REQUEST,
+            "A manual partition assignment was specified, but replication factor and "
+            "number of partitions were not both set to -1.",
+        )
+    by_index: dict[int, tuple[int, ...]] = {}
+    factor: int | None = None
+    for assignment in topic.assignments:
+        index, replicas = assignment.partition_index, tuple(assignment.broker_ids)
+        if index in by_index:
+            raise Rejected(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"Found multiple manual partition assignments for partition {index}",
+            )
+        problem = assignment_problem(image, replicas, factor)
+        if problem is None and not active_replicas(image, replicas):
+            problem = (
+                f"All brokers specified in the manual partition assignment for partition "
+                f"{index} are fenced or in controlled shutdown."
+            )
+        if problem is not None:
+            raise Rejected(Errors.INVALID_REPLICA_ASSIGNMENT, problem)
+        by_index[index], factor = replicas, len(replicas)
+    if sorted(by_index) != list(range(len(by_index))):
+        raise Rejected(
+            Errors.INVALID_REPLICA_ASSIGNMENT,
+            "partitions should be a consecutive 0-based integer sequence",
+        )
+    return [by_index[i] for i in range(len(by_index))]
+
+
+def _assignments(
+    batch: _Batch, topic: CreateTopicsRequestTopic, ctx: ControllerContext
+) -> list[tuple[int, ...]]:
+    if topic.assignments:
+        return _manual_assignments(batch.image, topic)
+    if topic.replication_factor < -1 or topic.replication_factor == 0:
+        raise Rejected(
+            Errors.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
+    if topic.num_partitions < -1 or topic.num_partitions == 0:
+        raise Rejected(
+            Errors.INVALID_PARTITIONS,
+            "Number of partitions must be larger than 0, or -1 to use the default value.",
+        )
+    count = ctx.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+    factor = topic.replication_factor
+    if factor == -1:
+        factor = ctx.config.default_replication_factor
+    return place_on_active_brokers(batch.image, count, factor, ctx)
+
+
+def _with_min_insync(
+    image: MetadataImage, configs: dict[str, str], factor: int, ctx: ControllerContext
+) -> dict[str, str]:
+    # pykraft's safer default (see the module docstring): when no broker setting
+    # (static or cluster-wide dynamic) and no request config names it, the topic
+    # records min.insync.replicas = majority of RF explicitly, so every broker
+    # enforces the same value whatever its own defaults are
+    explicit = (
+        MIN_INSYNC_REPLICAS in configs
+        or ctx.config.min_insync_replicas is not None
+        or MIN_INSYNC_REPLICAS in image.configs.get(CLUSTER_DEFAULT, {})
+    )
+    return configs if explicit else {**configs, MIN_INSYNC_REPLICAS: str(majority(factor))}
+
+
+def _create_topic(
+    batch: _Batch, topic: CreateTopicsRequestTopic, version: int, ctx: ControllerContext
+) -> tuple[list[MetadataRecord], CreateTopicsResponseTopic]:
+    image, name = batch.image, topic.name
+    _check_name(batch, name)
+    configs = _requested_configs(topic)
+    assignments = _assignments(batch, topic, ctx)
+    factor = len(assignments[0])
+    if any(not active_replicas(image, r) for r in assignments):
+        raise Rejected(
+            Errors.INVALID_REPLICATION_FACTOR,
+            f"Unable to replicate the partition {factor} time(s): all brokers are "
+            "currently fenced or in controlled shutdown.",
+        )
+    problem = check_min_insync_replicas(configs, factor)
+    if problem is not None:
+        raise Rejected(Errors.INVALID_CONFIG, problem)
+    configs = _with_min_insync(image, configs, factor, ctx)
+    topic_id = batch.new_topic_id(ctx)
+    batch.names.add(name)
+    records: list[MetadataRecord] = [TopicRecord(name=name, topic_id=topic_id)]
+    records += [
+        ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=name, name=k, value=v)
+        for k, v in sorted(configs.items())
+    ]
+    records += partition_records(image, topic_id, 0, assignments)
+    result = CreateTopicsResponseTopic(name=name, error_code=Errors.NONE, error_message=None)
+    if version >= 5:
+        result = attrs.evolve(
+            result,
+            num_partitions=len(assignments),
+            replication_factor=factor,
+            configs=_response_configs(image, configs, factor, ctx),
+        )
+    return records, result
+
+
+def _response_configs(
+    image: MetadataImage, configs: Mapping[str, str], factor: int, ctx: ControllerContext
+) -> tuple[CreateTopicsResponseConfig, ...]:
+    return tuple(
+        CreateTopicsResponseConfig(
+            name=c.name, value=c.value, read_only=False, config_source=c.source,
+            is_sensitive=False,
+        )
+        for c in resolve_topic_configs(image, configs, ctx.config, factor)
+    )
+
+
+def create_topics(
+    image: MetadataImage, request: CreateTopicsRequest, version: int, ctx: ControllerContext
+) -> ControllerResult[CreateTopicsResponse]:
+    counts = Counter(t.name for t in request.topics)
+    batch = _Batch(image)
+    records: list[MetadataRecord] = []
+    results: dict[str, CreateTopicsResponseTopic] = {}
+    for topic in request.topics:
+        if topic.name in results:
+            continue  # a duplicate: answered once, as Kafka does
+        if counts[topic.name] > 1:
+            results[topic.name] = _topic_error(topic.name, Errors.INVALID_REQUEST, DUPLICATE_NAME)
+            continue
+        try:
+            created, results[topic.name] = _create_topic(batch, topic, version, ctx)
+        except Rejected as rejected:
+            results[topic.name] = _topic_error(topic.name, rejected.error, rejected.message)
+            continue
+        records += created
+    response = CreateTopicsResponse(topics=tuple(results.values()))
+    return ControllerResult(() if request.validate_only else tuple(records), response)
+
+
+def _topic_error(name: str, error: Errors, message: str) -> CreateTopicsResponseTopic:
+    return CreateTopicsResponseTopic(name=name, error_code=error, error_message=message)
+
+
+# -- DeleteTopics ---------------------------------------------------------------------------
+
+
+def delete_topics(
+    image: MetadataImage, request: DeleteTopicsRequest, version: int, ctx: ControllerContext
+) -> ControllerResult[DeleteTopicsResponse]:
+    counts = Counter(request.topic_names)
+    records: list[MetadataRecord] = []
+    results: dict[str, DeleteTopicsResponseTopic] = {}
+    for name in request.topic_names:
+        if name in results:
+            continue
+        error = Errors.NONE
+        topic = image.topic(name)
+        if counts[name] > 1:
+            error = Errors.INVALID_REQUEST
+        elif topic is None:
+            error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            records.append(RemoveTopicRecord(topic_id=topic.topic_id))
+        results[name] = DeleteTopicsResponseTopic(name=name, error_code=error)
+    return ControllerResult(tuple(records), DeleteTopicsResponse(responses=tuple(results.values())))
+
+
+# -- CreatePartitions -----------------------------------------------------------------------
+
+
+def _new_partitions(
+    image: MetadataImage, topic: CreatePartitionsRequestTopic, ctx: ControllerContext
+) -> list[PartitionRecord]:
+    found = image.topic(topic.name)
+    if found is None:
+        raise Rejected(
+            Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{topic.name}' does not exist."
+        )
+    current = len(found.partitions)
+    if topic.count <= current:
+        raise Rejected(
+            Errors.INVALID_PARTITIONS,
+            f"Topic {topic.name} currently has {current} partition(s); {topic.count} would "
+            "not be an increase.",
+        )
+    additional = topic.count - current
+    first = found.partitions[0]
+    factor = len(first.replicas) - len(first.removing_replicas)
+    if topic.assignments is None:
+        existing = [found.partitions[i].replicas for i in range(current)]
+        assignments = place_on_active_brokers(image, additional, factor, ctx, existing)
+    else:
+        assignments = _manual_new_partitions(image, topic, additional, factor, current)
+    if any(not active_replicas(image, r) for r in assignments):
+        raise Rejected(
+            Errors.INVALID_REPLICATION_FACTOR,
+            f"Unable to replicate the partition {factor} time(s): all brokers are "
+            "currently fenced or in controlled shutdown.",
+        )
+    return partition_records(image, found.topic_id, current, assignments)
+
+
+def _manual_new_partitions(
+    image: MetadataImage,
+    topic: CreatePartitionsRequestTopic,
+    additional: int,
+    factor: int,
+    current: int,
+) -> list[tuple[int, ...]]:
+    assert topic.assignments is not None
+    if len(topic.assignments) != additional:
+        raise Rejected(
+            Errors.INVALID_REPLICA_ASSIGNMENT,
+            f"Attempted to add {additional} additional partition(s), but "
+            f"{len(topic.assignments)} assignment(s) were specified.",
+        )
+    assignments = []
+    for offset, assignment in enumerate(topic.assignments):
+        replicas = tuple(assignment.broker_ids)
+        problem = assignment_problem(image, replicas, factor)
+        if problem is None and not active_replicas(image, replicas):
+            problem = (
+                f"All brokers specified in the manual partition assignment for partition "
+                f"{current + offset} are fenced or in controlled shutdown."
+            )
+        if problem is not None:
+            raise Rejected(Errors.INVALID_REPLICA_ASSIGNMENT, problem)
+        assignments.append(replicas)
+    return assignments
+
+
+def create_partitions(
+    image: MetadataImage, request: CreatePartitionsRequest, version: int, ctx: ControllerContext
+) -> ControllerResult[CreatePartitionsResponse]:
+    counts = Counter(t.name for t in request.topics)
+    records: list[MetadataRecord] = []
+    results: dict[str, CreatePartitionsResponseTopicResult] = {}
+    for topic in request.topics:
+        if topic.name in results:
+            continue
+        error, message = Errors.NONE, None
+        try:
+            if counts[topic.name] > 1:
+                raise Rejected(Errors.INVALID_REQUEST, DUPLICATE_NAME)
+            records += _new_partitions(image, topic, ctx)
+        except Rejected as rejected:
+            error, message = rejected.error, rejected.message
+        results[topic.name] = CreatePartitionsResponseTopicResult(
+            name=topic.name, error_code=error, error_message=message
+        )
+    response = CreatePartitionsResponse(results=tuple(results.values()))
+    return ControllerResult(() if request.validate_only else tuple(records), response)
+

@@ -1,0 +1,74 @@
+"""What a controller command gets and gives: context in, ``ControllerResult`` out.
+
+A command (one request, or a timer such as session expiry) reads the
+controller's working image and returns the records to append and the
+response to send once they are committed (Kafka's ControllerResult). It
+never changes state itself: the records do, when replayed.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Final, Generic, TypeVar
+
+import attrs
+
+from quorum.wire.metadata_serde import MetadataRecord
+
+__all__ = [
+    "PRODUCER_ID_BLOCK_SIZE",
+    "ControllerConfig",
+    "ControllerContext",
+    "ControllerResult",
+]
+
+R = TypeVar("R")
+
+# Kafka's ProducerIdManager block size: ids handed to a broker per AllocateProducerIds
+PRODUCER_ID_BLOCK_SIZE: Final = 1000
+
+
+@attrs.frozen(kw_only=True)
+class ControllerConfig:
+    """The settings the controller state machine uses (from ServerConfig)."""
+
+    node_id: int
+    cluster_id: str
+    broker_session_timeout_ms: int = 9000
+    broker_heartbeat_interval_ms: int = 2000
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    # None: a majority of the topic's replication factor, written as a topic config
+    # (pykraft's default; Kafka's is 1). An explicit broker setting wins.
+    min_insync_replicas: int | None = None
+    unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_ms: int = 300_000
+    # how often leaderless partitions are retried with unclean election where a
+    # topic allows it (Kafka's unclean.leader.election.interval.ms)
+    unclean_leader_election_check_interval_ms: int = 300_000
+    # metadata.version feature level written by the first leader (3.9-IV0)
+    metadata_version_level: int = 21
+
+
+@attrs.frozen(kw_only=True)
+class ControllerContext:
+    """Everything a command may read besides the image."""
+
+    config: ControllerConfig
+    now_ms: int
+    # the offset the first record of this command's result will get in the log
+    # (broker epochs are offsets of RegisterBrokerRecords)
+    next_offset: int
+    rng: random.Random = attrs.field(eq=False)
+
+
+@attrs.frozen
+class ControllerResult(Generic[R]):
+    records: tuple[MetadataRecord, ...]
+    response: R
+
+    @classmethod
+    def answer(cls, response: R) -> ControllerResult[R]:
+        """A result that writes nothing (a rejection, or a read)."""
+        return cls((), response)

@@ -1,0 +1,54 @@
+"""Kafka's topic name rules (clients' ``internals.Topic``).
+
+Legal names are 1 to 249 characters of ``[a-zA-Z0-9._-]`` other than "." and
+"..". Two names that differ only by '.' versus '_' collide: Kafka's metric
+names replace '.' with '_', so both topics would report under one name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Final
+
+__all__ = [
+    "CLUSTER_METADATA_TOPIC",
+    "MAX_NAME_LENGTH",
+    "colliding_topic",
+    "topic_name_problem",
+]
+
+CLUSTER_METADATA_TOPIC: Final = "__cluster_metadata"
+MAX_NAME_LENGTH: Final = 249
+_LEGAL: Final = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def topic_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a legal topic name, or None if it is."""
+    reason = None
+    if not name:
+        reason = "the empty string is not allowed"
+    elif name in (".", ".."):
+        reason = f"'{name}' is not allowed"
+    elif len(name) > MAX_NAME_LENGTH:
+        reason = (
+            f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
+        )
+    elif not _LEGAL.fullmatch(name):
+        reason = (
+            f"'{name}' contains one or more characters other than ASCII alphanumerics, "
+            "'.', '_' and '-'"
+        )
+    return None if reason is None else f"Topic name is invalid: {reason}"
+
+
+def _unified(name: str) -> str:
+    return name.replace(".", "_")
+
+
+def colliding_topic(name: str, existing: Iterable[str]) -> str | None:
+    """An existing name that differs from ``name`` only by '.' versus '_'."""
+    if "." not in name and "_" not in name:
+        return None
+    key = _unified(name)
+    return next((other for other in existing if other != name and _unified(other) == key), None)

@@ -1,0 +1,128 @@
+"""Image digests: equal state gives equal digests whatever the provenance or history."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+
+from hypothesis import given, settings
+
+from quorum.controller.delta import fold_records
+from quorum.controller.digest import (
+    SHORT_DIGEST_CHARS,
+    build_describe_image_response,
+    image_digest,
+    short_digest,
+)
+from quorum.controller.image import EMPTY_IMAGE, MetadataImage, Provenance
+from quorum.controller.image_json import image_to_json
+from quorum.controller.snapshot import image_records, read_snapshot, write_snapshot
+from quorum.log.protocol import OffsetAndEpoch
+from quorum.wire.codec import decode, encode
+from quorum.wire.messages import PykraftDescribeImageRequest, PykraftDescribeImageResponse
+from quorum.wire.messages.metadata_records import (
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
+from quorum.wire.metadata_serde import MetadataRecord
+from tests.unit.controller.image_strategies import images
+
+TOPIC = uuid.UUID(int=0xA)
+INCARNATION = uuid.UUID(int=0x77)
+BASE: list[MetadataRecord] = [
+    RegisterBrokerRecord(broker_id=1, incarnation_id=INCARNATION, broker_epoch=0, fenced=True),
+    TopicRecord(name="alpha", topic_id=TOPIC),
+    PartitionRecord(partition_id=0, topic_id=TOPIC, replicas=(1,), isr=(1,), leader=1,
+                    leader_epoch=0, partition_epoch=0),
+]
+
+
+def image_of(*extra: MetadataRecord, offset: int = 10, epoch: int = 1) -> MetadataImage:
+    return fold_records(EMPTY_IMAGE, [*BASE, *extra], Provenance(offset, epoch))
+
+
+def test_the_empty_image_digest_is_the_sha256_of_nothing() -> None:
+    assert image_digest(EMPTY_IMAGE) == hashlib.sha256(b"").hexdigest()
+
+
+def test_the_digest_ignores_provenance() -> None:
+    assert image_digest(image_of(offset=10, epoch=1)) == image_digest(image_of(offset=99, epoch=7))
+
+
+def test_the_same_state_reached_by_different_records_has_the_same_digest() -> None:
+    unfenced_by_change = image_of(
+        BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=0, fenced=-1)
+    )
+    registered_unfenced = fold_records(
+        EMPTY_IMAGE,
+        [
+            RegisterBrokerRecord(
+                broker_id=1, incarnation_id=INCARNATION, broker_epoch=0, fenced=False
+            ),
+            *BASE[1:],
+        ],
+        Provenance(3, 1),
+    )
+    assert image_digest(unfenced_by_change) == image_digest(registered_unfenced)
+
+
+def test_any_change_of_state_changes_the_digest() -> None:
+    changed = [
+        image_of(BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=0, fenced=-1)),
+        image_of(PartitionChangeRecord(partition_id=0, topic_id=TOPIC, leader=-1)),
+        image_of(PartitionChangeRecord(partition_id=0, topic_id=TOPIC, isr=(1,))),
+        image_of(ConfigRecord(resource_type=2, resource_name="alpha", name="k", value="v")),
+        image_of(ConfigRecord(resource_type=2, resource_name="alpha", name="k", value="w")),
+    ]
+    digests = {image_digest(image) for image in [image_of(), *changed]}
+    assert len(digests) == len(changed) + 1
+
+
+def test_the_short_digest_is_a_prefix() -> None:
+    digest = image_digest(image_of())
+    assert len(digest) == 64 and int(digest, 16) >= 0
+    assert short_digest(digest) == digest[:SHORT_DIGEST_CHARS]
+    assert len(short_digest(digest)) == SHORT_DIGEST_CHARS
+
+
+@settings(max_examples=40, deadline=None)
+@given(images(), images())
+def test_two_images_share_a_digest_exactly_when_their_records_are_equal(
+    first: MetadataImage, second: MetadataImage
+) -> None:
+    same_records = image_records(first) == image_records(second)
+    assert (image_digest(first) == image_digest(second)) == same_records
+
+
+@settings(max_examples=40, deadline=None)
+@given(images())
+def test_a_snapshot_loaded_image_has_the_digest_of_the_replayed_one(image: MetadataImage) -> None:
+    data = write_snapshot(image, last_contained_timestamp_ms=0)
+    loaded = read_snapshot(data, OffsetAndEpoch(image.provenance.offset, image.provenance.epoch))
+    assert image_digest(loaded) == image_digest(image)
+
+
+def test_the_describe_image_answer_carries_provenance_digest_and_json_when_asked() -> None:
+    image = image_of(offset=42, epoch=3)
+    plain = build_describe_image_response(image, node_id=2, include_image=False)
+    full = build_describe_image_response(image, node_id=2, include_image=True)
+    assert (plain.node_id, plain.offset, plain.epoch) == (2, 42, 3)
+    assert plain.digest == image_digest(image) and plain.image_json is None
+    assert full.image_json is not None
+    assert json.loads(full.image_json) == image_to_json(image)
+
+
+def test_describe_image_messages_round_trip_at_v0() -> None:
+    request = PykraftDescribeImageRequest(include_image=True)
+    assert encode(request, 0) == b"\x01\x00"  # bool, no tagged fields
+    assert decode(PykraftDescribeImageRequest, 0, encode(request, 0)) == request
+    response = build_describe_image_response(image_of(), node_id=1, include_image=True)
+    decoded: PykraftDescribeImageResponse = decode(
+        PykraftDescribeImageResponse, 0, encode(response, 0)
+    )
+    assert decoded == response
