@@ -100,15 +100,15 @@ def plan_reassignment(
     layout.repair()
     layout.balance_replicas()
     layout.balance_leaders()
-    target = {tp: tuple(replicas) for tp, replicas in layout.replicas.items()}
+    target = {layout.names[i]: tuple(replicas) for i, replicas in layout.replicas.items()}
     before = {tp: tuple(replicas) for tp, replicas in current.items()}
     return ReassignmentPlan(
         target=target,
-        moves=tuple(tp for tp in layout.replicas if set(target[tp]) != set(before[tp])),
+        moves=tuple(tp for tp in layout.names if set(target[tp]) != set(before[tp])),
         replicas_moved=sum(len(set(target[tp]) - set(before[tp])) for tp in target),
         minimum_moves=minimum,
         leader_changes=tuple(
-            tp for tp in layout.replicas
+            tp for tp in layout.names
             if target[tp][0] != before[tp][0] and before[tp][0] in target[tp]
         ),
     )
@@ -128,8 +128,9 @@ def _rack_share(rack_sizes: Iterable[int], replication_factor: int) -> int:
 class _Layout:
     """The working layout the plan edits in place (private, mutable)."""
 
-    replicas: dict[TopicPartition, list[int]]
-    holdings: dict[int, set[TopicPartition]]  # listed broker -> partitions it holds
+    names: list[TopicPartition]  # a PartIndex is a position here (ints sort fast)
+    replicas: dict[PartIndex, list[int]]
+    holdings: dict[int, set[PartIndex]]  # listed broker -> partitions it holds
     rack_of: dict[int, str | None]
     share: dict[int, int]  # replication factor -> rack share
 
@@ -142,17 +143,19 @@ class _Layout:
         check_racks(brokers)
         rack_of = {b.id: b.rack for b in sorted(brokers, key=lambda b: b.id)}
         assert len(rack_of) == len(brokers), "broker ids listed twice"
-        replicas = {tp: list(current[tp]) for tp in sorted(current)}
-        for tp, lst in replicas.items():
-            _check_replicas(tp, lst, len(rack_of))
-        holdings: dict[int, set[TopicPartition]] = {b: set() for b in rack_of}
+        names = sorted(current)
+        replicas = {i: list(current[tp]) for i, tp in enumerate(names)}
+        for i, lst in replicas.items():
+            _check_replicas(names[i], lst, len(rack_of))
+        holdings: dict[int, set[PartIndex]] = {b: set() for b in rack_of}
         for tp, lst in replicas.items():
             for b in lst:
                 if b in holdings:
                     holdings[b].add(tp)
         sizes = Counter(rack_of.values()).values()
         factors = {len(lst) for lst in replicas.values()}
-        return cls(replicas, holdings, rack_of, {rf: _rack_share(sizes, rf) for rf in factors})
+        shares = {rf: _rack_share(sizes, rf) for rf in factors}
+        return cls(names, replicas, holdings, rack_of, shares)
 
     def load(self, broker: int) -> int:
         return len(self.holdings[broker])
@@ -168,7 +171,7 @@ class _Layout:
 
     # -- moves ---------------------------------------------------------------------------
 
-    def can_take(self, tp: TopicPartition, source: int, dest: int) -> bool:
+    def can_take(self, tp: PartIndex, source: int, dest: int) -> bool:
         """Whether ``dest`` may replace ``source`` in ``tp``'s list under the rules."""
         lst = self.replicas[tp]
         if dest in lst:
@@ -177,8 +180,8 @@ class _Layout:
         same = sum(1 for b in lst if b != source and b in self.rack_of and self.rack_of[b] == rack)
         return same < self.share[len(lst)]
 
-    def move(self, tp: TopicPartition, source: int, dest: int) -> None:
-        assert self.can_take(tp, source, dest), f"illegal move of {tp} from {source} to {dest}"
+    def move(self, tp: PartIndex, source: int, dest: int) -> None:
+        assert self.can_take(tp, source, dest), f"illegal: {self.names[tp]} {source} -> {dest}"
         lst = self.replicas[tp]
         lst[lst.index(source)] = dest  # the new broker takes the old one's place
         if source in self.holdings:
@@ -200,15 +203,15 @@ class _Layout:
             while (crowded := self._rack_surplus(tp)) is not None:
                 self.move(tp, crowded, self._emptiest_taker(tp, crowded))
 
-    def _emptiest_taker(self, tp: TopicPartition, source: int) -> int:
+    def _emptiest_taker(self, tp: PartIndex, source: int) -> int:
         taker = next(
             (b for b in self.emptiest_first(self.holdings) if self.can_take(tp, source, b)), None
         )
         # invariant: racks offer sum(min(size, share)) >= RF places and the others fill RF - 1
-        assert taker is not None, f"no broker may take {tp}'s replica from {source}"
+        assert taker is not None, f"no broker may take {self.names[tp]}'s replica from {source}"
         return taker
 
-    def _rack_surplus(self, tp: TopicPartition) -> int | None:
+    def _rack_surplus(self, tp: PartIndex) -> int | None:
         """A replica in a rack above the share: the fullest such broker's, a follower first."""
         lst = self.replicas[tp]
         counts = Counter(self.rack_of[b] for b in lst)
@@ -238,7 +241,7 @@ class _Layout:
                 for dest, tp, source in path:
                     self.move(tp, source, dest)
 
-    def _movable(self, broker: int) -> list[TopicPartition]:
+    def _movable(self, broker: int) -> list[PartIndex]:
         """Partitions on ``broker``, those it does not lead first (leaders stay put)."""
         return sorted(self.holdings[broker], key=lambda tp: (self.replicas[tp][0] == broker, tp))
 
@@ -251,7 +254,7 @@ class _Layout:
                         return True
         return False
 
-    def _give_edges(self, broker: int, used: frozenset[TopicPartition]) -> Iterable[Hop]:
+    def _give_edges(self, broker: int, used: frozenset[PartIndex]) -> Iterable[Hop]:
         """Replicas ``broker`` may hand to another broker: (partition, receiver)."""
         for tp in self._movable(broker):
             if tp not in used:
@@ -259,7 +262,7 @@ class _Layout:
                     if self.can_take(tp, broker, dest):
                         yield tp, dest
 
-    def _take_edges(self, broker: int, used: frozenset[TopicPartition]) -> Iterable[Hop]:
+    def _take_edges(self, broker: int, used: frozenset[PartIndex]) -> Iterable[Hop]:
         """Replicas ``broker`` may take from another broker: (partition, giver)."""
         for source in self.fullest_first(self.holdings):
             for tp in self._movable(source):
@@ -276,13 +279,13 @@ class _Layout:
         ceil = floor + (extra > 0)
         led = Counter(lst[0] for lst in self.replicas.values())
 
-        def hand_edges(broker: int, used: frozenset[TopicPartition]) -> Iterable[Hop]:
+        def hand_edges(broker: int, used: frozenset[PartIndex]) -> Iterable[Hop]:
             for tp in sorted(self.holdings[broker]):
                 lst = self.replicas[tp]
                 if lst[0] == broker:
                     yield from ((tp, b) for b in sorted(lst[1:]))
 
-        def receive_edges(broker: int, used: frozenset[TopicPartition]) -> Iterable[Hop]:
+        def receive_edges(broker: int, used: frozenset[PartIndex]) -> Iterable[Hop]:
             for tp in sorted(self.holdings[broker]):
                 if self.replicas[tp][0] != broker:
                     yield tp, self.replicas[tp][0]
@@ -298,26 +301,27 @@ class _Layout:
                 break
             self._hand_over([(leader, tp, taker) for taker, tp, leader in path], led)
 
-    def _hand_over(self, path: list[tuple[int, TopicPartition, int]], led: Counter[int]) -> None:
+    def _hand_over(self, path: list[tuple[int, PartIndex, int]], led: Counter[int]) -> None:
         for old, tp, new in path:
             lst = self.replicas[tp]
-            assert lst[0] == old and new in lst, f"{new} cannot take over {tp} from {old}"
+            assert lst[0] == old and new in lst, f"{new} cannot lead {self.names[tp]} for {old}"
             i = lst.index(new)
             lst[0], lst[i] = new, old  # a swap: no replica moves
             led[old] -= 1
             led[new] += 1
 
 
-Hop = tuple[TopicPartition, int]
-Edges = Callable[[int, frozenset[TopicPartition]], Iterable[Hop]]
+PartIndex = int
+Hop = tuple[PartIndex, int]
+Edges = Callable[[int, frozenset[PartIndex]], Iterable[Hop]]
 
 
 def _shortest_path(
     sources: Sequence[int], edges: Edges, is_goal: Callable[[int], bool]
-) -> list[tuple[int, TopicPartition, int]]:
+) -> list[tuple[int, PartIndex, int]]:
     """Breadth-first search over brokers; hops (from, partition, to), no partition twice."""
-    parent: dict[int, tuple[int, TopicPartition] | None] = {b: None for b in sorted(sources)}
-    used: dict[int, frozenset[TopicPartition]] = {b: frozenset() for b in parent}
+    parent: dict[int, tuple[int, PartIndex] | None] = {b: None for b in sorted(sources)}
+    used: dict[int, frozenset[PartIndex]] = {b: frozenset() for b in parent}
     queue = deque(sorted(sources))
     while queue:
         broker = queue.popleft()
@@ -333,8 +337,8 @@ def _shortest_path(
 
 
 def _unwind(
-    parent: dict[int, tuple[int, TopicPartition] | None], end: int
-) -> list[tuple[int, TopicPartition, int]]:
+    parent: dict[int, tuple[int, PartIndex] | None], end: int
+) -> list[tuple[int, PartIndex, int]]:
     hops = []
     while (step := parent[end]) is not None:
         hops.append((step[0], step[1], end))

@@ -66,8 +66,8 @@ def test_a_failed_brokers_partitions_spread_over_every_survivor() -> None:
 def test_every_replica_of_a_partition_is_on_its_own_broker_even_with_many_wraps() -> None:
     for n in range(1, 8):
         for rf in range(1, n + 1):
-            for replicas in place_partitions(brokers(n), partition_count=5 * n, replication_factor=rf):
-                assert len(set(replicas)) == rf
+            placed = place_partitions(brokers(n), partition_count=5 * n, replication_factor=rf)
+            assert all(len(set(replicas)) == rf for replicas in placed)
 
 
 @st.composite
@@ -120,7 +120,9 @@ def even_rack_share(rack_sizes: list[int], rf: int) -> int:
     racks=st.lists(st.integers(1, 3), min_size=1, max_size=5),
     data=st.data(),
 )
-def test_racked_placement_spreads_replicas_over_racks(racks: list[int], data: st.DataObject) -> None:
+def test_racked_placement_spreads_replicas_over_racks(
+    racks: list[int], data: st.DataObject
+) -> None:
     fleet = [
         UsableBroker(id=10 * r + i, rack=f"rack-{r}", fenced=False)
         for r, size in enumerate(racks)
@@ -177,7 +179,9 @@ def test_fenced_brokers_fill_in_only_when_unfenced_ones_are_too_few() -> None:
     n=st.integers(1, 7),
     data=st.data(),
 )
-def test_new_partitions_continue_the_pattern_of_the_existing_ones(n: int, data: st.DataObject) -> None:
+def test_new_partitions_continue_the_pattern_of_the_existing_ones(
+    n: int, data: st.DataObject
+) -> None:
     rf = data.draw(st.integers(1, n), label="rf")
     existing_count = data.draw(st.integers(1, 12), label="existing")
     added = data.draw(st.integers(1, 12), label="added")
@@ -198,7 +202,7 @@ def test_new_partitions_continue_the_pattern_of_the_existing_ones(n: int, data: 
 
 def test_new_partitions_start_after_a_departed_first_leader() -> None:
     existing = [(2, 0, 1)]
-    remaining = [UsableBroker(0, None, False), UsableBroker(1, None, False), UsableBroker(3, None, False)]
+    remaining = [UsableBroker(i, None, False) for i in (0, 1, 3)]
 
     more = placement_for_new_partitions(remaining, existing, count=3, replication_factor=2)
 
@@ -210,7 +214,10 @@ def test_new_partitions_start_after_a_departed_first_leader() -> None:
 @pytest.mark.parametrize(
     ("fleet", "count", "rf", "error", "words"),
     [
-        (brokers(3), 1, 4, Errors.INVALID_REPLICATION_FACTOR, "replication factor 4 is larger than the 3"),
+        (
+            brokers(3), 1, 4,
+            Errors.INVALID_REPLICATION_FACTOR, "replication factor 4 is larger than the 3",
+        ),
         (brokers(3), 1, 0, Errors.INVALID_REPLICATION_FACTOR, "at least 1, not 0"),
         (brokers(3), 0, 1, Errors.INVALID_PARTITIONS, "number of partitions"),
         ([], 1, 1, Errors.INVALID_REPLICATION_FACTOR, "no brokers"),

@@ -25,7 +25,9 @@ def brokers(*ids: int, racks: Mapping[int, str] | None = None) -> list[UsableBro
     return [UsableBroker(id=i, rack=(racks or {}).get(i), fenced=False) for i in ids]
 
 
-def topic(name: str, replica_lists: Sequence[tuple[int, ...]]) -> dict[TopicPartition, tuple[int, ...]]:
+def topic(
+    name: str, replica_lists: Sequence[tuple[int, ...]]
+) -> dict[TopicPartition, tuple[int, ...]]:
     return {TopicPartition(name, p): replicas for p, replicas in enumerate(replica_lists)}
 
 
@@ -66,7 +68,8 @@ def simple_bounds(current: Layout, ids: Sequence[int]) -> tuple[int, int]:
 
 
 def test_adding_a_fourth_broker_moves_exactly_the_minimum_and_balances() -> None:
-    current = topic("t", place_partitions(brokers(0, 1, 2), partition_count=30, replication_factor=3))
+    placed = place_partitions(brokers(0, 1, 2), partition_count=30, replication_factor=3)
+    current = topic("t", placed)
     fleet = brokers(0, 1, 2, 3)
 
     plan = plan_reassignment(current, fleet)
@@ -104,7 +107,8 @@ def test_leaders_are_balanced_by_reordering_without_moving_data() -> None:
 
 
 def test_a_departing_brokers_replicas_all_move_to_the_listed_brokers() -> None:
-    current = topic("t", place_partitions(brokers(0, 1, 2, 3), partition_count=12, replication_factor=2))
+    placed = place_partitions(brokers(0, 1, 2, 3), partition_count=12, replication_factor=2)
+    current = topic("t", placed)
     fleet = brokers(0, 1, 2)
 
     plan = plan_reassignment(current, fleet)
@@ -293,7 +297,8 @@ def test_racked_plans_keep_one_replica_per_rack_and_balance_whenever_racks_allow
     rf = data.draw(st.integers(1, len(rack_sizes)), label="rf")
     layout: dict[TopicPartition, tuple[int, ...]] = {}
     for p in range(data.draw(st.integers(1, 20), label="partitions")):
-        layout[TopicPartition("t", p)] = tuple(data.draw(st.permutations(ids), label="replicas")[:rf])
+        chosen = data.draw(st.permutations(ids), label="replicas")[:rf]
+        layout[TopicPartition("t", p)] = tuple(chosen)
     fleet = brokers(*ids, racks=racks)
 
     plan = plan_reassignment(layout, fleet)
