@@ -8,7 +8,12 @@ time; feed it inputs and act on each ``Ready`` (``quorum.raft.output``).
 
 from quorum.raft.config import RaftConfig
 from quorum.raft.core import RaftCore
-from quorum.raft.errors import IllegalTransitionError, NotLeaderError, RaftError
+from quorum.raft.errors import (
+    IllegalTransitionError,
+    InvalidSnapshotIdError,
+    NotLeaderError,
+    RaftError,
+)
 from quorum.raft.output import (
     InboundRequest,
     InboundResponse,
@@ -37,6 +42,7 @@ __all__ = [
     "IllegalTransitionError",
     "InboundRequest",
     "InboundResponse",
+    "InvalidSnapshotIdError",
     "Leader",
     "LeaderAndEpoch",
     "NotLeaderError",

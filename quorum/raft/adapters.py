@@ -345,9 +345,10 @@ def parse_fetch_response(msg: FetchResponse) -> FetchAnswer:
         ),
         leader_id=part.current_leader.leader_id,
         leader_epoch=part.current_leader.leader_epoch,
+        # kept as sent if either half is set: the follower refuses a half-valid id
         snapshot_id=(
             OffsetAndEpoch(snapshot.end_offset, snapshot.epoch)
-            if snapshot.epoch >= 0 and snapshot.end_offset >= 0
+            if snapshot.epoch >= 0 or snapshot.end_offset >= 0
             else None
         ),
         records=part.records or b"",

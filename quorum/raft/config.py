@@ -1,7 +1,8 @@
 """Timing and size settings of the Raft core, with Kafka's defaults.
 
-The names are Kafka's ``controller.quorum.*`` settings without the prefix; the
-driver maps a ``.properties`` file onto this class once, at the boundary.
+The names are Kafka's ``controller.quorum.*`` settings without the prefix
+(``metadata_max_retention_bytes`` is Kafka's ``metadata.max.retention.bytes``);
+the driver maps a ``.properties`` file onto this class once, at the boundary.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import attrs
 
 __all__ = [
     "DEFAULT_FETCH_MAX_WAIT_MS",
+    "DEFAULT_METADATA_MAX_RETENTION_BYTES",
     "MAX_BATCH_SIZE_BYTES",
     "OBSERVER_SESSION_TIMEOUT_MS",
     "RaftConfig",
@@ -21,11 +23,17 @@ __all__ = [
 DEFAULT_FETCH_MAX_WAIT_MS: Final = 500
 MAX_BATCH_SIZE_BYTES: Final = 8 * 1024 * 1024
 OBSERVER_SESSION_TIMEOUT_MS: Final = 300_000
+DEFAULT_METADATA_MAX_RETENTION_BYTES: Final = 100 * 1024 * 1024
 
 
 def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     if value <= 0:
         raise ValueError(f"{attribute.name} must be positive, got {value}")
+
+
+def _retention(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < -1:
+        raise ValueError(f"{attribute.name} must be -1 (no limit) or at least 0, got {value}")
 
 
 def _not_negative(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -46,6 +54,16 @@ class RaftConfig:
     fetch_max_wait_ms: int = attrs.field(default=DEFAULT_FETCH_MAX_WAIT_MS, validator=_not_negative)
     fetch_max_bytes: int = attrs.field(default=MAX_BATCH_SIZE_BYTES, validator=_positive)
     max_batch_size_bytes: int = attrs.field(default=MAX_BATCH_SIZE_BYTES, validator=_positive)
+    # The MaxBytes of a follower's FetchSnapshot request: the chunk size of a
+    # snapshot download. Kafka sends its MAX_FETCH_SIZE_BYTES (8 MiB) here; it
+    # is not a setting in the Kafka sources we read.
+    fetch_snapshot_max_bytes: int = attrs.field(default=MAX_BATCH_SIZE_BYTES, validator=_positive)
+    # Kafka's metadata.max.retention.bytes: while the log plus its snapshots
+    # hold more bytes than this, the oldest snapshot goes and the log start
+    # moves to the next one; the latest snapshot is always kept. -1: no limit.
+    metadata_max_retention_bytes: int = attrs.field(
+        default=DEFAULT_METADATA_MAX_RETENTION_BYTES, validator=_retention
+    )
     # Item 2 of the Raft issue: how long a follower whose connection to the
     # leader failed waits per rank step before it starts a pre-vote.
     fast_failover_step_ms: int = attrs.field(default=50, validator=_not_negative)

@@ -12,6 +12,10 @@ driver must handle it):
 * ``connection_failed(node_id, now_ms)``: the driver lost a connection;
 * ``resign(now_ms)``: graceful leadership handover (EndQuorumEpoch).
 
+Outside the inputs, the state machine writes snapshots with
+``create_snapshot`` (which also applies the log's retention rule, see
+``quorum.raft.snapshots``); ``maybe_clean_log`` applies that rule alone.
+
 Time and randomness are arguments: the same inputs give the same outputs.
 """
 
@@ -21,8 +25,8 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from quorum.log.protocol import ReplicatedLog
-from quorum.raft import adapters, election, follower, leader
+from quorum.log.protocol import OffsetAndEpoch, ReplicatedLog
+from quorum.raft import adapters, election, follower, leader, snapshot_fetch
 from quorum.raft.common import handle_common_response
 from quorum.raft.config import RaftConfig
 from quorum.raft.context import CoreContext
@@ -34,6 +38,7 @@ from quorum.raft.moves import (
 )
 from quorum.raft.output import InboundRequest, InboundResponse, OffsetRange, Outbox, Ready
 from quorum.raft.rpc import DescribeQuorumAnswer, EpochAnswer, ErrorCode, FetchAnswer, VoteAnswer
+from quorum.raft.snapshots import create_snapshot, maybe_clean, recover_at_start
 from quorum.raft.states import (
     Candidate,
     ElectionState,
@@ -54,6 +59,8 @@ from quorum.wire.messages import (
     EndQuorumEpochResponse,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     VoteRequest,
     VoteResponse,
 )
@@ -78,6 +85,8 @@ class RaftCore:
         if not members.voters:
             raise RaftError("the voter set is empty: give at least one voter id")
         config = config or RaftConfig()
+        # before the election state: the log's last epoch may change
+        startup_snapshot = recover_at_start(log)
         ctx = CoreContext(
             members=members,
             config=config,
@@ -97,6 +106,10 @@ class RaftCore:
         )
         ctx.last_persisted = election_state or ElectionState(0)
         ctx.persist(ctx.state.election_state)
+        if startup_snapshot is not None:
+            # told once, in the first Ready: records below it are not handed out
+            ctx.committed_offset = startup_snapshot.offset
+            ctx.outbox.loaded_snapshot = startup_snapshot
         self._ctx = ctx
 
     # -- views -------------------------------------------------------------------------
@@ -136,6 +149,32 @@ class RaftCore:
     @property
     def is_voter(self) -> bool:
         return self._ctx.members.is_voter
+
+    @property
+    def next_append_offset(self) -> int | None:
+        """Where the leader's next proposal will land (None unless leading)."""
+        state = self._ctx.state
+        if not isinstance(state, Leader):
+            return None
+        return self._ctx.log.log_end_offset + state.leadership.accumulator.pending_count
+
+    # -- snapshots ---------------------------------------------------------------------
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
+        """Store the state machine's snapshot of the log below ``snapshot_id.offset``.
+
+        False (nothing stored) if the id is at or below the log start or
+        already held. Raises InvalidSnapshotIdError if the id is above the
+        high watermark, not at a batch boundary, or its epoch is not that of
+        the batch ending there. A new snapshot may let the log start advance
+        (``maybe_clean_log``).
+        """
+        return create_snapshot(self._ctx, snapshot_id, data)
+
+    def maybe_clean_log(self) -> bool:
+        """Move the log start up to a snapshot per ``metadata_max_retention_bytes``."""
+        ctx = self._ctx
+        return maybe_clean(ctx.log, ctx.config.metadata_max_retention_bytes)
 
     # -- inputs ------------------------------------------------------------------------
 
@@ -251,6 +290,7 @@ class RaftCore:
             committed=None if committed is None else OffsetRange(*committed),
             truncated_to=out.truncated_to,
             accepted=out.accepted,
+            loaded_snapshot=out.loaded_snapshot,
             leader=ctx.leader_and_epoch(),
             role=type(state).__name__,
             next_deadline_ms=self._next_deadline_ms(),
@@ -333,6 +373,7 @@ _REQUEST_HANDLERS: dict[type, Handler] = {
     BeginQuorumEpochRequest: _on_begin_epoch_request,
     EndQuorumEpochRequest: _on_end_epoch_request,
     FetchRequest: _on_fetch_request,
+    FetchSnapshotRequest: snapshot_fetch.on_fetch_snapshot_request,
     DescribeQuorumRequest: _on_describe_quorum_request,
 }
 
@@ -375,4 +416,5 @@ _RESPONSE_HANDLERS: dict[type, tuple[type, ResponseHandler]] = {
     BeginQuorumEpochResponse: (BeginQuorumEpochRequest, _on_begin_epoch_response),
     EndQuorumEpochResponse: (EndQuorumEpochRequest, _on_end_epoch_response),
     FetchResponse: (FetchRequest, _on_fetch_response),
+    FetchSnapshotResponse: (FetchSnapshotRequest, snapshot_fetch.on_fetch_snapshot_response),
 }

@@ -7,7 +7,7 @@ the core for something it cannot do, and their messages say what to do.
 
 from __future__ import annotations
 
-__all__ = ["IllegalTransitionError", "NotLeaderError", "RaftError"]
+__all__ = ["IllegalTransitionError", "InvalidSnapshotIdError", "NotLeaderError", "RaftError"]
 
 
 class RaftError(Exception):
@@ -26,3 +26,7 @@ class IllegalTransitionError(RaftError):
 
 class NotLeaderError(RaftError):
     """A proposal reached a node that is not the leader of the asked epoch."""
+
+
+class InvalidSnapshotIdError(RaftError):
+    """A snapshot id the log cannot vouch for: above the high watermark, mid-batch, wrong epoch."""

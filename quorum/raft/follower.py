@@ -1,5 +1,6 @@
 """The follower side: fetching, appending, truncating on divergence, and the
-leader's announcements (BeginQuorumEpoch, EndQuorumEpoch).
+leader's announcements (BeginQuorumEpoch, EndQuorumEpoch). A Fetch answered
+with a SnapshotId hands over to ``quorum.raft.snapshot_fetch``.
 
 A follower keeps one Fetch in flight to its leader and sends the next one
 only after the log is durable (``send_after_durable``): a fetch offset
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from quorum.log.errors import LogError
 from quorum.log.protocol import OffsetAndEpoch, metadata_end_offset_for_epoch
-from quorum.raft import adapters
+from quorum.raft import adapters, snapshot_fetch
 from quorum.raft.common import handle_common_response
 from quorum.raft.context import CoreContext
 from quorum.raft.moves import become_follower, maybe_transition
@@ -43,6 +44,10 @@ def send_fetch(ctx: CoreContext, now_ms: int) -> None:
     state = ctx.state
     if isinstance(state, Follower):
         destination = state.leader_id
+        if state.snapshot_download is not None:
+            if ctx.requests.can_send(destination, now_ms):
+                snapshot_fetch.send_fetch_snapshot(ctx, state, now_ms)
+            return
     elif isinstance(state, Unattached) and not ctx.members.is_voter:
         destination = ctx.rng.choice(sorted(ctx.members.voters))
     else:
@@ -77,9 +82,14 @@ def handle_fetch_response(ctx: CoreContext, source: int, answer: FetchAnswer, no
     if answer.diverging_epoch is not None:
         _truncate(ctx, state, answer.diverging_epoch)
     elif answer.snapshot_id is not None:
-        # Snapshot download (FetchSnapshot) is not implemented yet: retry later.
-        ctx.requests.back_off(source, now_ms)
-        return
+        if answer.snapshot_id.offset < 0 or answer.snapshot_id.epoch < 0:
+            ctx.requests.back_off(source, now_ms)  # a malformed answer: not a sign of life
+            return
+        # the leader no longer has what follows our log: download its snapshot
+        state.has_fetched = True
+        state.fetch_deadline_ms = ctx.fetch_deadline(now_ms)
+        snapshot_fetch.start_download(ctx, state, answer.snapshot_id)
+        return  # the high watermark says nothing about a log that is not a prefix of the leader's
     elif len(answer.records) > 0 and not _append(ctx, answer.records):
         ctx.requests.back_off(source, now_ms)
         return

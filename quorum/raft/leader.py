@@ -170,7 +170,9 @@ def _park(ctx: CoreContext, lead: Leadership, handle: Hashable, ask: FetchAsk, n
 def _complete(ctx: CoreContext, lead: Leadership, parked: ParkedFetch) -> None:
     del lead.parked[parked.handle]
     lead.sent_high_watermark(parked.ask.replica_id)
-    ctx.reply(parked.handle, adapters.fetch_response(_read_answer(ctx, lead, parked.ask)))
+    # the log start may have moved past the fetch offset while it waited (cleaning)
+    answer = _validate_offset_and_epoch(ctx, parked.ask) or _read_answer(ctx, lead, parked.ask)
+    ctx.reply(parked.handle, adapters.fetch_response(answer))
 
 
 def on_high_watermark_advanced(ctx: CoreContext, now_ms: int) -> None:

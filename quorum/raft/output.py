@@ -10,8 +10,32 @@ came from; the output of every input is one ``Ready``. The driver handles a
    flush the log and tell the core with ``flushed``;
 3. then send ``send_after_durable`` (a vote, the announcement of a new
    epoch, a fetch that reports a new log end offset);
-4. hand ``committed`` records to the state machine, and call ``poll`` at
+4. if ``loaded_snapshot`` is set, replace the state machine's whole state
+   with that snapshot (``log.read_snapshot(loaded_snapshot)``) first; then
+   hand ``committed`` records to the state machine, and call ``poll`` at
    ``next_deadline_ms`` at the latest.
+
+Snapshots (KIP-630). ``loaded_snapshot`` is set in two cases:
+
+* once at start-up, in the first ``Ready`` the core returns (call ``poll``
+  first), when the log holds a snapshot past offset 0 (the latest one; a log
+  whose start is above 0 always has a snapshot there): a restarted node's
+  state machine loads it instead of replaying records it no longer has;
+* when a follower or observer has downloaded a snapshot from the leader
+  (FetchSnapshot) and its log now starts, empty, at the snapshot's offset.
+
+Either way every later ``committed`` range starts at ``loaded_snapshot.offset``
+(the records below it are in the snapshot, not handed out), and the snapshot
+is durable before the ``Ready`` is returned. A leader never downloads a
+snapshot, so a state machine that acts as the leader's is never told to load
+one (only the start-up load can come in a ``Ready`` whose ``role`` is Leader,
+before the state machine has seen this node lead). ``truncated_to`` after a
+download is the committed offset below which nothing was dropped, when the
+log held uncommitted records the snapshot replaced.
+
+The state machine writes its own snapshots with ``RaftCore.create_snapshot``
+(only at or below the high watermark, at a batch boundary, with the epoch of
+the batch that ends there).
 """
 
 from __future__ import annotations
@@ -21,6 +45,7 @@ from typing import TypeAlias
 
 import attrs
 
+from quorum.log.protocol import OffsetAndEpoch
 from quorum.raft.states import ElectionState
 from quorum.wire.messages import (
     BeginQuorumEpochRequest,
@@ -31,6 +56,8 @@ from quorum.wire.messages import (
     EndQuorumEpochResponse,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     VoteRequest,
     VoteResponse,
 )
@@ -54,6 +81,7 @@ RequestMessage: TypeAlias = (
     | BeginQuorumEpochRequest
     | EndQuorumEpochRequest
     | FetchRequest
+    | FetchSnapshotRequest
     | DescribeQuorumRequest
 )
 ResponseMessage: TypeAlias = (
@@ -61,6 +89,7 @@ ResponseMessage: TypeAlias = (
     | BeginQuorumEpochResponse
     | EndQuorumEpochResponse
     | FetchResponse
+    | FetchSnapshotResponse
     | DescribeQuorumResponse
 )
 
@@ -129,6 +158,8 @@ class Ready:
     # the lowest offset the log was truncated to in this step (uncommitted data gone)
     truncated_to: int | None = None
     accepted: OffsetRange | None = None
+    # the state machine must load this snapshot before ``committed`` (see above)
+    loaded_snapshot: OffsetAndEpoch | None = None
     leader: LeaderAndEpoch
     role: str
     next_deadline_ms: int | None = None
@@ -148,6 +179,7 @@ class Outbox:
     send_after_durable: list[Outbound] = attrs.field(factory=list)
     truncated_to: int | None = None
     accepted: OffsetRange | None = None
+    loaded_snapshot: OffsetAndEpoch | None = None
 
     def emit(self, message: Outbound, *, durable: bool = False) -> None:
         # Anything produced after a state change in this step depends on it.

@@ -24,6 +24,8 @@ __all__ = [
     "ErrorCode",
     "FetchAnswer",
     "FetchAsk",
+    "FetchSnapshotAnswer",
+    "FetchSnapshotAsk",
     "ReplicaDescription",
     "VoteAnswer",
     "VoteAsk",
@@ -100,6 +102,36 @@ class FetchAnswer:
     leader_epoch: int = -1
     snapshot_id: OffsetAndEpoch | None = None
     records: bytes | memoryview = b""
+
+
+@attrs.frozen(kw_only=True)
+class FetchSnapshotAsk:
+    """A FetchSnapshot request; the topic and partition are kept to echo a wrong one."""
+
+    cluster_id: str | None
+    replica_id: int
+    max_bytes: int
+    topic_name: str
+    partition: int
+    current_leader_epoch: int
+    snapshot_id: OffsetAndEpoch
+    position: int
+
+
+@attrs.frozen(kw_only=True)
+class FetchSnapshotAnswer:
+    """A FetchSnapshot response; ``snapshot_id`` None travels as (-1, -1)."""
+
+    error: int = ErrorCode.NONE
+    partition_error: int = ErrorCode.NONE
+    topic_name: str | None = None  # None: the metadata topic
+    partition: int = 0
+    snapshot_id: OffsetAndEpoch | None = None
+    leader_id: int = -1
+    leader_epoch: int = -1
+    size: int = -1
+    position: int = -1
+    data: bytes = b""
 
 
 @attrs.frozen(kw_only=True)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from quorum.log.protocol import OffsetAndEpoch
 from quorum.raft.tally import VoteTally
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ __all__ = [
     "Leader",
     "Prospective",
     "Resigned",
+    "SnapshotDownload",
     "State",
     "Unattached",
 ]
@@ -111,6 +113,19 @@ class Leader:
         return self.leadership.high_watermark
 
 
+@attrs.define
+class SnapshotDownload:
+    """A snapshot a follower is fetching from its leader, and the bytes received so far.
+
+    Held in memory, not in a ``.checkpoint.part`` file: metadata snapshots are
+    small (Kafka's default trigger is 20 MiB of records), and a download that a
+    crash or a new leader interrupts starts over anyway.
+    """
+
+    snapshot_id: OffsetAndEpoch
+    data: bytearray = attrs.field(factory=bytearray)
+
+
 @attrs.define(kw_only=True)
 class Follower:
     """Fetching from ``leader_id`` in ``epoch``; a vote cast in this epoch is kept."""
@@ -122,6 +137,8 @@ class Follower:
     # a follower that has fetched from its leader in this epoch refuses pre-votes
     has_fetched: bool = False
     high_watermark: int | None = None
+    # while set, the follower sends FetchSnapshot instead of Fetch
+    snapshot_download: SnapshotDownload | None = None
 
     @property
     def election_state(self) -> ElectionState:

@@ -4,7 +4,11 @@ Every batch below any node's high watermark enters the record the first time
 a node exposes it; from then on every node that exposes that offset must
 hold the same bytes (same offsets, epoch, records and CRC). ``LogProgress``
 measures how long a prefix of one log matches the record, incrementally, so
-checking after every event stays cheap.
+checking after every event stays cheap. The record also keeps, at every batch
+boundary, the count and chained digest of the data values below it
+(``prefix_at``): what a state machine or a snapshot ending there must hold.
+A log that starts at a snapshot is compared from its start: the snapshot
+stands for the prefix (and is checked against ``prefix_at`` on its own).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import bisect
 from quorum.log import MemoryLog
 from quorum.wire.batch import BatchHeader, iter_batch_headers
 from quorum.wire.records import decode_batch
+
+from .digest import GENESIS, chain
 
 __all__ = ["CommittedRecord", "InvariantViolation", "LogProgress"]
 
@@ -27,6 +33,11 @@ class CommittedRecord:
         self._bases: list[int] = []
         self._data: list[bytes] = []
         self.end = 0  # every offset below is committed
+        # batch boundary -> (data records below it, chained digest of their values)
+        self._prefix: dict[int, tuple[int, bytes]] = {0: (0, GENESIS)}
+
+    def prefix_at(self, offset: int) -> tuple[int, bytes] | None:
+        return self._prefix.get(offset)
 
     def batch_at(self, base_offset: int) -> bytes | None:
         index = bisect.bisect_left(self._bases, base_offset)
@@ -36,6 +47,7 @@ class CommittedRecord:
 
     def absorb(self, node_id: int, log: MemoryLog, start: int, high_watermark: int) -> int:
         """Compare or add the node's whole batches in [start, high watermark); the new start."""
+        start = max(start, log.log_start_offset)  # below: the snapshot at the log start
         if start >= high_watermark or start >= log.log_end_offset:
             return start
         read = log.read(start, 1 << 40, max_offset=high_watermark)
@@ -65,7 +77,12 @@ class CommittedRecord:
             )
         self._bases.append(base)
         self._data.append(batch)
+        count, digest = self._prefix[self.end]
+        if not header.is_control:
+            values = [record.value for record in decode_batch(batch).records]
+            count, digest = count + len(values), chain(digest, values)
         self.end = header.next_offset
+        self._prefix[self.end] = (count, digest)
 
     def values(self, start: int, end: int) -> list[bytes | None]:
         """The record values at offsets [start, end) (all inside the record)."""
@@ -94,6 +111,8 @@ class LogProgress:
 
     def advance(self, record: CommittedRecord) -> int:
         log = self.log
+        # the snapshot at the log start holds what is below (checked against the record)
+        self.matches_to = max(self.matches_to, log.log_start_offset)
         while self.matches_to < min(record.end, log.log_end_offset):
             read = log.read(self.matches_to, 1)
             header = BatchHeader.parse(read.records)

@@ -8,8 +8,14 @@ that needs durability it
 2. writes the quorum-state file (``persist``; an fsync that takes simulated
    time) and then flushes the log (another fsync, when there is anything to
    flush),
-3. only then sends ``send_after_durable``, hands ``committed`` to the state
-   machine and reports the flush to the core with ``flushed``.
+3. only then sends ``send_after_durable``, hands ``loaded_snapshot`` and
+   ``committed`` to the state machine (``tests.sim.machine``) and reports the
+   flush to the core with ``flushed``.
+
+When the state machine has applied enough records it takes a snapshot of its
+state; the driver writes it (``RaftCore.create_snapshot``) in a later event of
+its own, as an input of the core, so the checker has seen the committed
+records before the log start may move past them.
 
 Inputs that arrive meanwhile wait in an inbox, as they would in a memory
 channel. A kill drops the inbox, the unflushed log tail and any quorum-state
@@ -30,6 +36,7 @@ from quorum.raft.errors import NotLeaderError
 from quorum.raft.output import Ready
 
 from .disk import Disk
+from .machine import SimMachine
 
 if TYPE_CHECKING:
     from .simulator import Simulation
@@ -55,6 +62,8 @@ class SimNode:
         self._draining = False
         # the offset up to which this life handed committed records to the state machine
         self.applied_end = 0
+        self.machine = SimMachine(node_id, None)
+        self._first_ready = True
 
     @property
     def alive(self) -> bool:
@@ -71,6 +80,8 @@ class SimNode:
         assert self.core is None, f"node {self.node_id} is already running"
         self.incarnation += 1
         self.applied_end = 0
+        self.machine = SimMachine(self.node_id, self.sim.world.snapshot_every)
+        self._first_ready = True
         self._poll_at = None
         now = self.sim.now_ms
         self.core = RaftCore(
@@ -198,15 +209,36 @@ class SimNode:
         self._drain()
 
     def _hand_committed(self, ready: Ready) -> None:
+        first, self._first_ready = self._first_ready, False
+        if ready.loaded_snapshot is not None:
+            self.applied_end = ready.loaded_snapshot.offset
         committed = ready.committed
-        if committed is None:
-            return
-        assert committed.start == self.applied_end, (
-            f"node {self.node_id} hands committed {committed} to the state machine after "
-            f"{self.applied_end}: committed ranges must be consecutive"
-        )
-        self.applied_end = committed.end
-        self.sim.on_committed(self, ready)
+        if committed is not None:
+            assert committed.start == self.applied_end, (
+                f"node {self.node_id} hands committed {committed} to the state machine after "
+                f"{self.applied_end}: committed ranges must be consecutive"
+            )
+            self.applied_end = committed.end
+        self.machine.observe(ready, self.disk.log, first=first)
+        if committed is not None:
+            self.sim.on_committed(self, ready)
+            if self.machine.snapshot_due:
+                self._schedule_snapshot()
+
+    def _schedule_snapshot(self) -> None:
+        # taken now, written in a later event: the checker has seen these commits by then
+        snapshot_id, data = self.machine.snapshot()
+        life = self.incarnation
+
+        def write(core: RaftCore, now_ms: int) -> Ready:
+            core.create_snapshot(snapshot_id, data)
+            return core.poll(now_ms)
+
+        def snapshot() -> None:
+            if life == self.incarnation:
+                self.feed("snapshot", write)
+
+        self.sim.queue.after(0, f"snapshot {self.node_id}", snapshot)
 
     def _drain(self) -> None:
         if self._draining:

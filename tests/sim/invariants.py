@@ -9,7 +9,13 @@
   node that exposes them, and a node never truncates below its high watermark;
 * a majority of voters holds the whole committed prefix in its *durable* log;
 * a proposal acknowledged by its leader is in the committed record at its offsets;
-* observers never stand, lead or vote.
+* observers never stand, lead or vote;
+* SnapshotAtLogStart: a log's earliest snapshot is at or above its start,
+  ends at a batch of its own epoch (or is the log start), and is the log start
+  when that is above 0;
+* every stored snapshot, and every state machine, holds exactly the committed
+  data values below its offset (ConsistentCommittedData with snapshots);
+* LeaderNeverLoadSnapshot (raised by ``tests.sim.machine`` when it happens).
 
 A wiped disk breaks what the node cannot keep; ``wiped`` switches off its epoch
 monotonicity and, as Kafka's test does, the majority check.
@@ -19,9 +25,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from quorum.log import OffsetAndEpoch
 from quorum.raft.quorum_math import majority_size
+from quorum.wire.batch import BatchHeader
 
 from .committed import CommittedRecord, InvariantViolation, LogProgress
+from .machine import parse_snapshot
 
 if TYPE_CHECKING:
     from .driver import SimNode
@@ -47,6 +56,11 @@ class Invariants:
         # per node: (life, highest epoch, highest HW, offset verified below the HW)
         self._life: dict[int, tuple[int, int, int, int]] = {}
         self._progress: dict[int, LogProgress] = {}
+        # per node: the (log, log start, earliest snapshot) last found valid, the snapshots
+        # whose bytes were checked, and the (life, offset) its state machine was checked at
+        self._log_start_seen: dict[int, tuple[object, int, OffsetAndEpoch | None]] = {}
+        self._snapshots_seen: dict[int, tuple[object, set[OffsetAndEpoch]]] = {}
+        self._machine_seen: dict[int, tuple[int, int]] = {}
 
     def wiped(self, node_id: int) -> None:
         self._epoch_exempt.add(node_id)
@@ -61,6 +75,10 @@ class Invariants:
             self._check_progress(node, lost)
             if not node.is_voter:
                 self._check_observer(node)
+        for node in self.sim.nodes.values():
+            self._check_snapshot_at_log_start(node)
+            self._check_snapshot_contents(node)
+            self._check_machine(node)
         self._check_majority()
         self._check_acknowledged()
 
@@ -155,3 +173,61 @@ class Invariants:
             found = self.record.values(span.start, span.end)
             if found != list(proposal.payloads):
                 _fail(f"{proposal} was acknowledged but offsets {span} hold {found}")
+
+    # -- snapshots and state machines ---------------------------------------------------------
+
+    def _check_snapshot_at_log_start(self, node: SimNode) -> None:
+        log = node.disk.log
+        start, earliest = log.log_start_offset, log.earliest_snapshot_id
+        if self._log_start_seen.get(node.node_id) == (log, start, earliest):
+            return
+        where = f"node {node.node_id} (log start {start}, earliest snapshot {earliest})"
+        if earliest is None:
+            if start > 0:
+                _fail(f"SnapshotAtLogStart: {where} has no snapshot at its log start")
+        elif earliest.offset < start or (start > 0 and earliest.offset != start):
+            _fail(f"SnapshotAtLogStart: {where}: the earliest snapshot is not the log start")
+        elif earliest.offset > start:
+            header = BatchHeader.parse(log.read(earliest.offset - 1, 1).records)
+            if (header.last_offset, header.partition_leader_epoch) != (
+                earliest.offset - 1,
+                earliest.epoch,
+            ):
+                _fail(
+                    f"SnapshotAtLogStart: {where}: the log's batch at "
+                    f"{header.base_offset}..{header.last_offset} (epoch "
+                    f"{header.partition_leader_epoch}) does not end the snapshot"
+                )
+        self._log_start_seen[node.node_id] = (log, start, earliest)
+
+    def _check_snapshot_contents(self, node: SimNode) -> None:
+        log = node.disk.log
+        seen_log, seen = self._snapshots_seen.get(node.node_id, (None, set()))
+        if seen_log is not log:
+            seen = set()
+        for snapshot_id in log.snapshot_ids():
+            if snapshot_id in seen:
+                continue
+            content = parse_snapshot(log.read_snapshot(snapshot_id))
+            expected = self.record.prefix_at(snapshot_id.offset)
+            if content.end != snapshot_id.offset or expected != (content.count, content.digest):
+                _fail(
+                    f"node {node.node_id}'s snapshot {snapshot_id} holds {content.count} values "
+                    f"that are not the committed ones below offset {snapshot_id.offset}"
+                )
+            seen.add(snapshot_id)
+        self._snapshots_seen[node.node_id] = (log, seen)
+
+    def _check_machine(self, node: SimNode) -> None:
+        machine = node.machine
+        if node.core is None or machine.end == 0:
+            return
+        key = (node.incarnation, machine.end)
+        if self._machine_seen.get(node.node_id) == key:
+            return
+        if self.record.prefix_at(machine.end) != (machine.count, machine.digest):
+            _fail(
+                f"node {node.node_id}'s state machine holds {machine.count} values below "
+                f"offset {machine.end} that are not the committed ones"
+            )
+        self._machine_seen[node.node_id] = key

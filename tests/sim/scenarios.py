@@ -5,7 +5,7 @@ fault families of issue 3: initial election, a steady stream of appends,
 leader crashes with and without a wiped disk, the leader partitioned into a
 minority or kept in a majority, asymmetric partitions, message loss,
 duplication and reordering, a paused (SIGSTOP) leader, observers catching up, rolling restarts, all
-nodes killed, and a random mix. The liveness phase (``liveness``) follows
+nodes killed, a random mix, and a node that can only catch up through a snapshot. The liveness phase (``liveness``) follows
 every one of them.
 """
 
@@ -20,7 +20,7 @@ from quorum.raft.core import RaftCore
 
 from .network import LinkFaults
 from .simulator import SimError, Simulation, World
-from .worlds import random_world
+from .worlds import random_world, with_snapshots
 
 __all__ = ["SCENARIOS", "Scenario"]
 
@@ -305,6 +305,49 @@ def _random_fault(sim: Simulation, rng: random.Random) -> None:
         sim.resign(leader.node_id)
 
 
+def snapshot_catch_up(sim: Simulation) -> None:
+    """A node is cut off, killed or wiped while the others snapshot and move their log start
+    past its log end; back, it can only catch up by downloading a snapshot (FetchSnapshot).
+    """
+    begin(sim, 15)
+    leader = require_leader(sim)
+    victim = sim.rng.choice(others(sim, leader.node_id))
+    how = sim.rng.choice(["isolate", "kill", "wipe"])
+    if how == "isolate":
+        sim.network.isolate(victim, sim.nodes)
+    else:
+        sim.kill(victim)
+        if how == "wipe":
+            sim.wipe(victim)
+    behind = sim.nodes[victim].disk.log.log_end_offset
+
+    def left_behind() -> bool:
+        return all(
+            n.disk.log.log_start_offset > behind for n in sim.live_nodes() if n.node_id != victim
+        )
+
+    if not sim.run_until(left_behind, 30_000):
+        raise SimError(f"the log start never passed node {victim}'s log end {behind}")
+    node = sim.nodes[victim]
+    if how == "isolate":
+        sim.network.heal()
+    else:
+        sim.start(victim)
+
+    def downloaded() -> bool:
+        return node.alive and any(not at_start for _, at_start in node.machine.loads)
+
+    if not sim.run_until(downloaded, 20_000):
+        raise SimError(f"node {victim} ({how}) never loaded a snapshot from the leader")
+    sim.run_for(sim.rng.randint(200, 1_500))
+
+
+def _snapshotting(rng: random.Random) -> World:
+    # short snapshot intervals and a small byte budget: the log start moves often
+    world = random_world(rng, lossy=False)
+    return with_snapshots(rng, world, every=(5, 10, 20), retention_bytes=(0, 500, 2_000))
+
+
 def _five_voters(rng: random.Random) -> World:
     return random_world(rng, voters=(5,), lossy=False)
 
@@ -331,4 +374,5 @@ SCENARIOS: dict[str, Scenario] = {
     "rolling_restarts": Scenario(random_world, rolling_restarts),
     "all_killed": Scenario(_calm, all_killed),
     "random_mix": Scenario(random_world, random_mix),
+    "snapshot_catch_up": Scenario(_snapshotting, snapshot_catch_up),
 }

@@ -54,6 +54,8 @@ class World:
     # a killed node's peers see their connections reset (and connects refused)
     resets: bool = True
     config: RaftConfig = attrs.field(factory=RaftConfig)
+    # the state machine snapshots after this many committed offsets (None: never)
+    snapshot_every: int | None = None
 
 
 class Simulation:

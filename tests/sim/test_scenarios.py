@@ -67,3 +67,7 @@ def test_a_random_mix_of_faults_is_safe(seed: int) -> None:
 
 def test_a_paused_leader_steps_down_and_follows_when_it_resumes(seed: int) -> None:
     run_scenario("leader_paused", seed)
+
+
+def test_a_node_left_behind_the_log_start_catches_up_through_a_snapshot(seed: int) -> None:
+    run_scenario("snapshot_catch_up", seed)

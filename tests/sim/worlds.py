@@ -1,4 +1,5 @@
-"""Random worlds: how many nodes, how slow and lossy the network, how slow the disk."""
+"""Random worlds: how many nodes, how slow and lossy the network, how slow the disk,
+how often the state machine snapshots and how much log the nodes keep."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from quorum.raft.config import RaftConfig
 from .network import LinkFaults
 from .simulator import World
 
-__all__ = ["OBSERVER_BASE", "random_world"]
+__all__ = ["OBSERVER_BASE", "random_world", "with_snapshots"]
 
 OBSERVER_BASE = 11  # voters are 1..n, observers 11..
 
@@ -37,7 +38,7 @@ def random_world(
         append_linger_ms=rng.choice([0, 5, 25]),
         fetch_max_wait_ms=rng.choice([100, 500]),
     )
-    return World(
+    world = World(
         voters=tuple(range(1, n_voters + 1)),
         observers=tuple(range(OBSERVER_BASE, OBSERVER_BASE + n_observers)),
         faults=faults,
@@ -46,3 +47,24 @@ def random_world(
         resets=rng.random() < 0.5,
         config=config,
     )
+    return with_snapshots(rng, world)
+
+
+def with_snapshots(
+    rng: random.Random,
+    world: World,
+    *,
+    every: tuple[int | None, ...] = (None, 10, 25, 60),
+    retention_bytes: tuple[int, ...] = (-1, 0, 1_500, 6_000),
+) -> World:
+    """Snapshots every N committed offsets, a retention budget, a FetchSnapshot chunk size.
+
+    Drawn after everything else, so a seed's world is otherwise what it was
+    before snapshots existed.
+    """
+    config = attrs.evolve(
+        world.config,
+        metadata_max_retention_bytes=rng.choice(retention_bytes),
+        fetch_snapshot_max_bytes=rng.choice([16, 50, 1 << 20]),
+    )
+    return attrs.evolve(world, config=config, snapshot_every=rng.choice(every))

@@ -7,8 +7,8 @@ import random
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from quorum.log import MemoryLog
-from quorum.raft import adapters
+from quorum.log import MemoryLog, OffsetAndEpoch
+from quorum.raft import adapters, snapshot_adapters
 from quorum.raft.config import RaftConfig
 from quorum.raft.core import RaftCore
 from quorum.raft.output import (
@@ -24,6 +24,8 @@ from quorum.raft.rpc import (
     EpochAnswer,
     FetchAnswer,
     FetchAsk,
+    FetchSnapshotAnswer,
+    FetchSnapshotAsk,
     VoteAnswer,
     VoteAsk,
 )
@@ -35,6 +37,7 @@ __all__ = [
     "begin_epoch_request",
     "end_epoch_request",
     "fetch_request",
+    "fetch_snapshot_request",
     "new_core",
     "requests_in",
     "response_to",
@@ -134,6 +137,30 @@ def fetch_request(
     return _request(adapters.fetch_request(ask))
 
 
+def fetch_snapshot_request(
+    replica: int,
+    epoch: int,
+    snapshot_id: OffsetAndEpoch,
+    *,
+    position: int = 0,
+    max_bytes: int = 1 << 20,
+    cluster_id: str | None = None,
+    topic: str = adapters.METADATA_TOPIC,
+    partition: int = adapters.METADATA_PARTITION,
+) -> InboundRequest:
+    ask = FetchSnapshotAsk(
+        cluster_id=cluster_id,
+        replica_id=replica,
+        max_bytes=max_bytes,
+        topic_name=topic,
+        partition=partition,
+        current_leader_epoch=epoch,
+        snapshot_id=snapshot_id,
+        position=position,
+    )
+    return _request(snapshot_adapters.fetch_snapshot_request(ask))
+
+
 def all_sent(ready: Ready) -> list[OutboundRequest | OutboundResponse]:
     return [*ready.send, *ready.send_after_durable]
 
@@ -150,6 +177,8 @@ def response_to(ready: Ready, request: InboundRequest) -> Any:
                 return adapters.parse_epoch_response(wire)
             if name == "FetchResponse":
                 return adapters.parse_fetch_response(wire)
+            if name == "FetchSnapshotResponse":
+                return snapshot_adapters.parse_fetch_snapshot_response(wire)
             return wire
     return None
 
@@ -163,12 +192,18 @@ def requests_in(ready: Ready, kind: type[T]) -> list[tuple[int, int, T]]:
     ]
 
 
-def reply(source: int, request_id: int, answer: VoteAnswer | EpochAnswer | FetchAnswer, kind: str) -> InboundResponse:
+def reply(
+    source: int,
+    request_id: int,
+    answer: VoteAnswer | EpochAnswer | FetchAnswer | FetchSnapshotAnswer,
+    kind: str,
+) -> InboundResponse:
     builders = {
         "vote": adapters.vote_response,
         "begin": adapters.begin_epoch_response,
         "end": adapters.end_epoch_response,
         "fetch": adapters.fetch_response,
+        "fetch_snapshot": snapshot_adapters.fetch_snapshot_response,
     }
     message = builders[kind](answer)  # type: ignore[operator]
     return InboundResponse(source, request_id, over_the_wire(message))

@@ -51,6 +51,8 @@ from quorum.wire.messages import (
     EndQuorumEpochResponse,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     VoteRequest,
     VoteResponse,
 )
@@ -70,6 +72,8 @@ WIRE_VERSIONS: dict[type, int] = {
     EndQuorumEpochResponse: 1,
     FetchRequest: 17,
     FetchResponse: 17,
+    FetchSnapshotRequest: 1,
+    FetchSnapshotResponse: 1,
     DescribeQuorumRequest: 2,
     DescribeQuorumResponse: 2,
 }

@@ -1,0 +1,151 @@
+"""Snapshots and the log start (KIP-630): what the core allows and how it cleans.
+
+* ``snapshot_id_problem``: a state machine may snapshot only committed state
+  that the log can vouch for: the id's offset at or below the committed
+  offset, at a batch boundary, and its epoch that of the batch ending there
+  (Kafka's ``validateOffsetAndEpoch``, checked exactly).
+* ``maybe_clean``: Kafka's ``metadata.max.retention.bytes`` rule. While the
+  log and all its snapshots hold more bytes than the limit, the oldest
+  snapshot goes and the log start moves up to the next one; the latest
+  snapshot always stays. Invariant: a log whose start is above 0 has a
+  snapshot at its start (``delete_before`` moves the start only to one).
+* ``install_snapshot``: a follower empties its log at a snapshot it just
+  downloaded, or already held.
+* ``recover_at_start``: the log a node starts with, made consistent (a crash
+  after a download but before the truncation), and the snapshot its state
+  machine must load first.
+"""
+
+from __future__ import annotations
+
+from quorum.log.protocol import OffsetAndEpoch, ReplicatedLog
+from quorum.raft.context import CoreContext
+from quorum.raft.errors import InvalidSnapshotIdError, RaftError
+from quorum.raft.states import Follower
+from quorum.wire.batch import BatchHeader
+from quorum.wire.errors import WireError
+
+__all__ = [
+    "BOOTSTRAP_SNAPSHOT_ID",
+    "create_snapshot",
+    "install_snapshot",
+    "maybe_clean",
+    "recover_at_start",
+    "snapshot_id_problem",
+]
+
+# written by ``kafka-storage format`` for dynamic quorums; never served or loaded as state
+BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(0, 0)
+
+
+def snapshot_id_problem(log: ReplicatedLog, committed: int, snapshot_id: OffsetAndEpoch) -> str | None:
+    """Why ``snapshot_id`` cannot be a new snapshot of this log (None: it can).
+
+    ``committed`` is the highest offset known committed here. Call only for
+    ids above the log start (below it there is nothing left to capture).
+    """
+    offset, epoch = snapshot_id.offset, snapshot_id.epoch
+    if offset > committed:
+        return f"its offset is above the high watermark {committed}: only committed state"
+    try:
+        header = BatchHeader.parse(log.read(offset - 1, 1).records)
+    except WireError as exc:  # pragma: no cover - the log holds whole batches
+        return f"the log has no readable batch before offset {offset}: {exc}"
+    if header.last_offset != offset - 1:
+        return (
+            f"offset {offset} is inside the batch at offsets "
+            f"{header.base_offset}..{header.last_offset}: a snapshot ends at a batch boundary"
+        )
+    if header.partition_leader_epoch != epoch:
+        return (
+            f"the batch that ends at offset {offset} has epoch {header.partition_leader_epoch}, "
+            f"not {epoch}"
+        )
+    return None
+
+
+def create_snapshot(ctx: CoreContext, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
+    """``RaftCore.create_snapshot``: validate, store, then apply the retention rule."""
+    log = ctx.log
+    if snapshot_id.offset <= log.log_start_offset or snapshot_id in log.snapshot_ids():
+        return False
+    committed = max(ctx.committed_offset, ctx.state.high_watermark or 0)
+    problem = snapshot_id_problem(log, committed, snapshot_id)
+    if problem is not None:
+        raise InvalidSnapshotIdError(
+            f"node {ctx.local_id} cannot snapshot at ({snapshot_id.offset}, "
+            f"{snapshot_id.epoch}): {problem}; snapshot only what ``committed`` handed over"
+        )
+    created = log.create_snapshot(snapshot_id, data)
+    if created:
+        maybe_clean(log, ctx.config.metadata_max_retention_bytes)
+    return created
+
+
+def _stored_bytes(log: ReplicatedLog) -> int:
+    return log.size_in_bytes + sum(log.snapshot_size(s) for s in log.snapshot_ids())
+
+
+def maybe_clean(log: ReplicatedLog, retention_bytes: int) -> bool:
+    """Apply the retention rule once; True if the log start moved."""
+    if retention_bytes < 0:
+        return False
+    # a snapshot past the log end (a crash mid-download) cannot be a log start
+    ids = [s for s in log.snapshot_ids() if s.offset <= log.log_end_offset]
+    moved = False
+    for nxt in ids[1:]:
+        if _stored_bytes(log) <= retention_bytes or not log.delete_before(nxt):
+            break
+        moved = True
+    return moved
+
+
+def install_snapshot(ctx: CoreContext, state: Follower, snapshot_id: OffsetAndEpoch) -> None:
+    """Make the log empty at ``snapshot_id`` (held by the log) and tell the driver to load it.
+
+    Records above the committed offset may disagree with the snapshot (the
+    leader sent it because they do not prove a common prefix), so they go
+    first; the committed prefix below is the snapshot's own history, and
+    ``truncate_to_latest_snapshot`` then empties the log at the snapshot.
+    """
+    log = ctx.log
+    assert log.latest_snapshot_id == snapshot_id, (
+        f"snapshot {snapshot_id} is not the latest of this log ({log.latest_snapshot_id})"
+    )
+    floor = max(ctx.committed_offset, log.log_start_offset)
+    assert snapshot_id.offset >= floor, (
+        f"snapshot {snapshot_id} is below the committed offset {floor}: it would undo commits"
+    )
+    if log.log_end_offset > floor:
+        log.truncate_to(floor)
+        ctx.outbox.truncated(floor)
+    if not log.truncate_to_latest_snapshot():
+        # the log already ends at the snapshot with its epoch: nothing to load
+        assert log.log_end_offset == snapshot_id.offset, (snapshot_id, log.log_end_offset)
+        return
+    ctx.outbox.flush_log = True
+    ctx.committed_offset = snapshot_id.offset
+    if state.high_watermark is None or state.high_watermark < snapshot_id.offset:
+        state.high_watermark = snapshot_id.offset
+    ctx.outbox.loaded_snapshot = snapshot_id
+
+
+def recover_at_start(log: ReplicatedLog) -> OffsetAndEpoch | None:
+    """Check and repair the log a node starts with; the snapshot to load first, if any."""
+    start = log.log_start_offset
+    if start > 0 and all(s.offset != start for s in log.snapshot_ids()):
+        raise RaftError(
+            f"the metadata log starts at offset {start} but holds no snapshot there "
+            f"(snapshots: {[(s.offset, s.epoch) for s in log.snapshot_ids()]}): the "
+            "records below it are gone; restore the snapshot or reformat this node"
+        )
+    latest = log.latest_snapshot_id
+    if latest is None or latest.offset == 0:
+        return None
+    if latest.offset > log.log_end_offset and not log.truncate_to_latest_snapshot():
+        # a longer epoch than the snapshot's at a shorter log end: a tail the
+        # snapshot replaces (the node crashed after a download, before truncating)
+        log.truncate_to(log.log_start_offset)
+        emptied = log.truncate_to_latest_snapshot()
+        assert emptied, (latest, log.log_end_offset, log.last_fetched_epoch)
+    return latest
