@@ -13,6 +13,7 @@ from cli.metadata_quorum import metadata_quorum
 from cli.metadata_tools import dump_log, metadata_shell
 from cli.server import server_start
 from cli.storage import storage
+from cli.topics import topics
 
 __all__ = ["kraft", "main"]
 
@@ -29,6 +30,7 @@ kraft.add_command(metadata_quorum)
 kraft.add_command(dev)
 kraft.add_command(dump_log)
 kraft.add_command(metadata_shell)
+kraft.add_command(topics)
 
 
 def main() -> None:

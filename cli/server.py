@@ -1,8 +1,10 @@
-"""``kraft server-start``: Kafka's ``kafka-server-start.sh`` for a pykraft controller.
+"""``kraft server-start``: Kafka's ``kafka-server-start.sh`` for a pykraft node.
 
-Prints ``pykraft node N ready: CONTROLLER://host:port`` on stdout once the
-node serves requests (launchers wait for it; ApiVersions answers from then
-on too); logs on stderr; SIGTERM or SIGINT stops it in order. A config,
+``process.roles=controller`` starts a controller, ``process.roles=broker`` a
+broker (a metadata observer). Prints ``pykraft node N ready:
+CONTROLLER://host:port`` (``pykraft broker N ready: PLAINTEXT://host:port``)
+on stdout once the node serves requests (launchers wait for it; a broker
+serves once the controller unfenced it); logs on stderr; SIGTERM or SIGINT stops it in order. A config,
 storage or quorum-state problem is one line on stderr and exit status 1.
 """
 
@@ -10,6 +12,9 @@ from __future__ import annotations
 
 import click
 
+from broker.node import BrokerNode
+from broker.process import ready_line as broker_ready_line
+from broker.process import run_broker_process
 from cli.console import fail
 from quorum.config import TEST_PROFILE_OVERRIDES, ConfigError, load_server_config
 from quorum.log import LogError
@@ -44,13 +49,24 @@ def _overrides(pairs: tuple[str, ...], test_profile: bool) -> dict[str, str]:
               type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
 def server_start(config_path: str, overrides: tuple[str, ...], test_profile: bool,
                  log_level: str) -> None:
-    """Start a controller node from a server .properties file."""
+    """Start a controller or broker node from a server .properties file."""
     try:
         config = load_server_config(config_path, overrides=_overrides(overrides, test_profile))
-        node = ControllerNode.from_config(config)
+        if config.is_broker and not config.is_controller:
+            broker = BrokerNode.from_config(config)
+        else:
+            node = ControllerNode.from_config(config)
     except (ConfigError, StorageError, NodeStartupError) as exc:
         fail(str(exc))
     configure_logging(config.node_id, log_level)
+    if config.is_broker and not config.is_controller:
+        try:
+            run_broker_process(
+                broker, lambda address: click.echo(broker_ready_line(config.node_id, address))
+            )
+        except (StorageError, NodeStartupError, LogError) as exc:
+            fail(str(exc))
+        return
 
     def on_ready(address: NodeAddress) -> None:
         click.echo(ready_line(config.node_id, address))

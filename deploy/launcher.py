@@ -104,7 +104,12 @@ class LocalCluster(QuorumView):
 
     @property
     def node_ids(self) -> list[int]:
-        return sorted(self.layout)
+        """The controllers (the quorum's voters)."""
+        return sorted(n for n, node in self.layout.items() if not node.is_broker)
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return sorted(n for n, node in self.layout.items() if node.is_broker)
 
     def address(self, node_id: int) -> tuple[str, int]:
         return self.layout[node_id].address
@@ -221,7 +226,7 @@ class LocalCluster(QuorumView):
             if result:
                 return result
             if time.monotonic() >= deadline:
-                tails = "\n".join(self.log_tail(n) for n in (nodes or self.node_ids))
+                tails = "\n".join(self.log_tail(n) for n in (nodes or sorted(self.layout)))
                 raise LaunchError(f"timed out after {timeout}s waiting for {what}\n{tails}")
             time.sleep(_POLL_S)
 
@@ -232,7 +237,7 @@ class LocalCluster(QuorumView):
         return f"--- {path} (last {lines} lines) ---\n{tail}"
 
     def log_tails(self, lines: int = 30) -> str:
-        return "\n".join(self.log_tail(n, lines) for n in self.node_ids)
+        return "\n".join(self.log_tail(n, lines) for n in sorted(self.layout))
 
     # -- internals ------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 LISTENER: Final = "CONTROLLER"
+BROKER_LISTENER: Final = "PLAINTEXT"
 
 
 class LaunchError(Exception):
@@ -47,6 +48,8 @@ class LaunchError(Exception):
 @attrs.frozen(kw_only=True)
 class ClusterSpec:
     controllers: int = 3
+    # broker processes (process.roles=broker); their node ids follow the controllers'
+    brokers: int = 0
     # every node on this address, unless per_node_hosts puts node N on 127.0.0.N
     host: str = "127.0.0.1"
     per_node_hosts: bool = False
@@ -69,6 +72,11 @@ class NodeLayout:
     host: str
     port: int
     directory: Path
+    role: str = "controller"  # or "broker"
+
+    @property
+    def is_broker(self) -> bool:
+        return self.role == "broker"
 
     @property
     def address(self) -> tuple[str, int]:
@@ -95,34 +103,37 @@ def free_ports(host: str, count: int) -> list[int]:
 
 
 def plan_layout(base_dir: Path, spec: ClusterSpec) -> list[NodeLayout]:
-    ids = range(1, spec.controllers + 1)
+    count = spec.controllers + spec.brokers
+    ids = range(1, count + 1)
     hosts = [f"127.0.0.{i}" if spec.per_node_hosts else spec.host for i in ids]
     if spec.base_port is not None:
-        ports = [spec.base_port + i for i in range(spec.controllers)]
+        ports = [spec.base_port + i for i in range(count)]
     else:
         ports = [free_ports(host, 1)[0] for host in hosts] if spec.per_node_hosts else \
-            free_ports(spec.host, spec.controllers)
+            free_ports(spec.host, count)
+    roles = ["controller"] * spec.controllers + ["broker"] * spec.brokers
     return [
-        NodeLayout(node_id=i, host=h, port=p, directory=base_dir / f"controller-{i}")
-        for i, h, p in zip(ids, hosts, ports, strict=True)
+        NodeLayout(node_id=i, host=h, port=p, directory=base_dir / f"{role}-{i}", role=role)
+        for i, h, p, role in zip(ids, hosts, ports, roles, strict=True)
     ]
 
 
 def link_proxies(nodes: list[NodeLayout]) -> dict[tuple[int, int], LinkProxy]:
-    """One proxy per directed link (source, target), on the source's loopback address."""
+    """One proxy per directed link (source, target) to a controller, on the source's
+    loopback address."""
     return {
         (a.node_id, b.node_id): LinkProxy(b.address, listen_host=a.host,
                                           name=f"{a.node_id}->{b.node_id}")
         for a in nodes
         for b in nodes
-        if a.node_id != b.node_id
+        if a.node_id != b.node_id and not b.is_broker
     }
 
 
 def _voters(node: NodeLayout, nodes: list[NodeLayout],
             proxies: Mapping[tuple[int, int], LinkProxy]) -> str:
     entries = []
-    for peer in nodes:
+    for peer in (n for n in nodes if not n.is_broker):
         proxy = proxies.get((node.node_id, peer.node_id))
         host, port = (proxy.host, proxy.port) if proxy is not None else peer.address
         entries.append(f"{peer.node_id}@{host}:{port}")
@@ -131,11 +142,12 @@ def _voters(node: NodeLayout, nodes: list[NodeLayout],
 
 def node_properties(node: NodeLayout, nodes: list[NodeLayout], spec: ClusterSpec,
                     proxies: Mapping[tuple[int, int], LinkProxy]) -> dict[str, str]:
+    listener = BROKER_LISTENER if node.is_broker else LISTENER
     properties = {
-        "process.roles": "controller",
+        "process.roles": node.role,
         "node.id": str(node.node_id),
         "controller.quorum.voters": _voters(node, nodes, proxies),
-        "listeners": f"{LISTENER}://{node.host}:{node.port}",
+        "listeners": f"{listener}://{node.host}:{node.port}",
         "controller.listener.names": LISTENER,
         "log.dirs": str(node.directory / "logs"),
         "metadata.log.dir": str(node.metadata_dir),
@@ -152,7 +164,7 @@ def write_configs(nodes: list[NodeLayout], spec: ClusterSpec,
         node.directory.mkdir(parents=True, exist_ok=True)
         text = format_properties(
             node_properties(node, nodes, spec, proxies),
-            comments=[f" controller {node.node_id} of a local pykraft cluster (deploy.launcher)"],
+            comments=[f" {node.role} {node.node_id} of a local pykraft cluster (deploy.launcher)"],
         )
         node.config_path.write_text(text)
 

@@ -15,6 +15,7 @@ from typing import Final
 import attrs
 
 from quorum.log import partition_dir
+from quorum.wire.metadata_serde import unwrap_payload
 from quorum.wire.records import iter_batches
 
 __all__ = ["METADATA_TOPIC", "LogEntry", "metadata_partition_dir", "read_metadata_log"]
@@ -26,6 +27,7 @@ METADATA_TOPIC: Final = "__cluster_metadata"
 class LogEntry:
     offset: int
     epoch: int
+    # a PykraftAppend value as it was appended (unwrapped); other records as stored
     value: bytes | None
     # LeaderChange and other control records, which the leader writes itself
     control: bool
@@ -45,9 +47,16 @@ def read_metadata_log(metadata_dir: str | Path) -> list[LogEntry]:
                 LogEntry(
                     offset=batch.offset_of(record),
                     epoch=header.partition_leader_epoch,
-                    value=record.value,
+                    value=_unwrapped(record.value, control=header.is_control),
                     control=header.is_control,
                 )
                 for record in batch.records
             ]
     return entries
+
+
+def _unwrapped(value: bytes | memoryview | None, *, control: bool) -> bytes | None:
+    if value is None or control:
+        return None if value is None else bytes(value)
+    payload = unwrap_payload(value)
+    return bytes(value) if payload is None else payload

@@ -33,6 +33,8 @@ TEST_PROFILE_OVERRIDES: Final[Mapping[str, str]] = MappingProxyType({
     "replica.lag.time.max.ms": "2000",
     # the first member of a group does not wait for others (Kafka: 3 s)
     "group.initial.rebalance.delay.ms": "0",
+    # preferred leaders are restored within a second (Kafka: every 5 minutes)
+    "leader.imbalance.check.interval.seconds": "1",
     # retention runs every second (Kafka: 5 minutes)
     "log.retention.check.interval.ms": "1000",
 })

@@ -84,6 +84,8 @@ class ServerConfig:
     metadata_log_segment_ms: int = setting("metadata.log.segment.ms", LONG, "604800000", at_least(1))
     metadata_max_retention_bytes: int = setting("metadata.max.retention.bytes", LONG, "104857600")
     metadata_max_retention_ms: int = setting("metadata.max.retention.ms", LONG, "604800000")
+    metadata_snapshot_max_bytes: int = setting("metadata.log.max.record.bytes.between.snapshots", LONG, "20971520", at_least(1))
+    metadata_snapshot_max_interval_ms: int = setting("metadata.log.max.snapshot.interval.ms", LONG, "3600000", at_least(0))
 
     # --- data logs (ServerLogConfigs) -------------------------------------------------
     log_segment_bytes: int = setting("log.segment.bytes", INT, "1073741824", at_least(14))
@@ -101,10 +103,18 @@ class ServerConfig:
     replica_lag_time_max_ms: int = setting("replica.lag.time.max.ms", LONG, "30000", at_least(1))
     num_partitions: int = setting("num.partitions", INT, "1", at_least(1))
     default_replication_factor: int = setting("default.replication.factor", INT, "1", at_least(1))
-    min_insync_replicas: int = setting("min.insync.replicas", INT, "1", at_least(1))
+    # unset: Kafka's 1 for brokers, while the controller gives new topics a majority
+    min_insync_replicas_config: int | None = setting("min.insync.replicas", INT, None, at_least(1))
     unclean_leader_election_enable: bool = setting("unclean.leader.election.enable", BOOLEAN, "false")
     auto_leader_rebalance_enable: bool = setting("auto.leader.rebalance.enable", BOOLEAN, "true")
+    leader_imbalance_check_interval_seconds: int = setting("leader.imbalance.check.interval.seconds", LONG, "300", at_least(1))
+    initial_broker_registration_timeout_ms: int = setting("initial.broker.registration.timeout.ms", INT, "60000", at_least(1))
     group_initial_rebalance_delay_ms: int = setting("group.initial.rebalance.delay.ms", INT, "3000", at_least(0))
+
+    @property
+    def min_insync_replicas(self) -> int:
+        """``min.insync.replicas`` with Kafka's default of 1."""
+        return 1 if self.min_insync_replicas_config is None else self.min_insync_replicas_config
 
     # --- roles ----------------------------------------------------------------
     @property

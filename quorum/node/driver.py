@@ -32,11 +32,20 @@ from typing import Any, Final, TypeVar
 import attrs
 import trio
 
+from quorum.controller.error_responses import error_response
 from quorum.log import FileLog
 from quorum.node.appends import PendingAppends, not_leader_outcome
 from quorum.node.connection import ResponseSlot
-from quorum.node.inputs import Append, AppendOutcome, ConnectionFailed, Input, Resign
+from quorum.node.inputs import (
+    Append,
+    AppendOutcome,
+    ConnectionFailed,
+    ControllerCall,
+    Input,
+    Resign,
+)
 from quorum.node.quorum_state import QuorumStateFile
+from quorum.node.state_machine import StateMachineHook
 from quorum.raft import (
     InboundRequest,
     InboundResponse,
@@ -51,6 +60,7 @@ from quorum.raft import (
 )
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import DescribeQuorumResponse, DescribeQuorumResponseNode
+from quorum.wire.metadata_serde import wrap_payload
 
 __all__ = ["INBOX_SIZE", "CoreDriver", "NodeClock"]
 
@@ -86,6 +96,7 @@ class CoreDriver:
         send_request: Callable[[OutboundRequest], None],
         voter_nodes: tuple[DescribeQuorumResponseNode, ...] = (),
         fsync_in_thread: bool = True,
+        machine: StateMachineHook | None = None,
     ) -> None:
         self.core = core
         self._log = log
@@ -93,6 +104,7 @@ class CoreDriver:
         self._send_request = send_request
         self._voter_nodes = voter_nodes
         self._fsync_in_thread = fsync_in_thread
+        self._machine = machine
         self._inbox_send, self._inbox = trio.open_memory_channel[Input](INBOX_SIZE)
         self._appends = PendingAppends(core.node_id)
         self._deadline_ms: int | None = None
@@ -124,6 +136,8 @@ class CoreDriver:
         )
         while (item := self._take_nowait()) is not None:
             _refuse(item)
+        if self._machine is not None:
+            self._machine.close()
 
     def now_ms(self) -> int:
         return self._clock.now_ms()
@@ -142,11 +156,31 @@ class CoreDriver:
         while True:
             item = self._take_nowait()
             if item is None:
-                with trio.move_on_at(self._clock.trio_time(self._deadline_ms)):
+                with trio.move_on_at(self._clock.trio_time(self._next_wakeup_ms())):
                     item = await self._inbox.receive()
             await self._apply(self._step(item, self.now_ms()))
+            await self._apply_machine_proposals()
             # let the writers send what this step answered before the next input
             await trio.lowlevel.checkpoint()
+
+    def _next_wakeup_ms(self) -> int | None:
+        machine_ms = None if self._machine is None else self._machine.deadline_ms()
+        if machine_ms is None or self._deadline_ms is None:
+            return self._deadline_ms if machine_ms is None else machine_ms
+        return min(machine_ms, self._deadline_ms)
+
+    async def _apply_machine_proposals(self) -> None:
+        """Records the state machine appends on its own (bootstrap, timers)."""
+        machine = self._machine
+        while machine is not None:
+            now_ms = self.now_ms()
+            payloads = machine.due(self.core, now_ms)
+            if not payloads:
+                return
+            ready = self.core.propose(payloads, now_ms)
+            assert ready.accepted is not None
+            machine.proposed(ready.accepted)
+            await self._apply(ready)
 
     def _take_nowait(self) -> Input | None:
         item, self._held = self._held, None
@@ -167,9 +201,23 @@ class CoreDriver:
             return self._propose(self._gather(item), now_ms)
         if isinstance(item, ConnectionFailed):
             return core.connection_failed(item.node_id, now_ms)
+        if isinstance(item, ControllerCall):
+            return self._call_machine(item, now_ms)
         assert isinstance(item, Resign), item
         logger.info("resigning (epoch %d, %s)", core.epoch, core.role)
         return core.resign(now_ms)
+
+    def _call_machine(self, item: ControllerCall, now_ms: int) -> Ready:
+        machine = self._machine
+        assert machine is not None, "a controller request reached a node without a controller"
+        payloads = machine.call(item, self.core, now_ms)
+        if not payloads:
+            return self.core.poll(now_ms)
+        # the machine computed these records for the offsets it was told: propose now
+        ready = self.core.propose(payloads, now_ms)
+        assert ready.accepted is not None
+        machine.proposed(ready.accepted)
+        return ready
 
     def _gather(self, first: Append) -> list[Append]:
         """``first`` and the appends queued right behind it: one proposal for all."""
@@ -184,7 +232,8 @@ class CoreDriver:
 
     def _propose(self, group: list[Append], now_ms: int) -> Ready:
         core = self.core
-        payloads = [payload for append in group for payload in append.payloads]
+        # the metadata log holds metadata records only: raw values travel wrapped
+        payloads = [wrap_payload(payload) for append in group for payload in append.payloads]
         try:
             ready = core.propose(payloads, now_ms)
         except NotLeaderError as exc:
@@ -246,13 +295,19 @@ class CoreDriver:
         self._appends.settle(
             ready.leader, leads=ready.role == "Leader", high_watermark=ready.high_watermark
         )
+        if self._machine is not None:
+            self._machine.observe(ready, self.core, self.now_ms())
         self.changed.set()
         self.changed = trio.Event()
 
 
 def _refuse(item: Input) -> None:
-    """An input that arrives after the node stopped: an append learns why."""
+    """An input that arrives after the node stopped: an append or a call learns why."""
     if isinstance(item, Append):
         item.reply.finish(
             AppendOutcome(error=Errors.BROKER_NOT_AVAILABLE, message="the node is shutting down")
+        )
+    elif isinstance(item, ControllerCall):
+        item.reply(
+            error_response(item.request, Errors.NOT_CONTROLLER, "the node is shutting down")
         )

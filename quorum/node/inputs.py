@@ -2,12 +2,13 @@
 
 Listener tasks send ``InboundRequest``s, peer links ``InboundResponse``s and
 ``ConnectionFailed``; writers send ``Append`` with a reply to complete once
-the records are committed (or cannot be); shutdown sends ``Resign``.
+the records are committed (or cannot be); shutdown sends ``Resign``;
+metadata requests for the controller go as ``ControllerCall``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, Protocol, TypeAlias
 
 import attrs
@@ -24,6 +25,7 @@ __all__ = [
     "AppendReply",
     "AppendWaiter",
     "ConnectionFailed",
+    "ControllerCall",
     "Input",
     "Resign",
     "append_problem",
@@ -74,7 +76,18 @@ class Resign:
     pass
 
 
-Input: TypeAlias = InboundRequest | InboundResponse | ConnectionFailed | Append | Resign
+@attrs.frozen
+class ControllerCall:
+    """A request for the controller state machine; ``reply`` gets its response."""
+
+    request: object
+    version: int
+    reply: Callable[[object], None]
+
+
+Input: TypeAlias = (
+    InboundRequest | InboundResponse | ConnectionFailed | Append | Resign | ControllerCall
+)
 
 
 class AppendWaiter:

@@ -21,7 +21,9 @@ import attrs
 import trio
 
 from quorum.config import ServerConfig
+from quorum.controller.controller import QuorumController
 from quorum.log import FileLog
+from quorum.node.controller_machine import ControllerMachine
 from quorum.node.driver import CoreDriver, NodeClock
 from quorum.node.errors import NodeStartupError
 from quorum.node.inputs import Append, AppendOutcome, AppendWaiter, Resign, append_problem
@@ -59,6 +61,7 @@ class ControllerNode:
         self._rng = random.Random(seed)
         self._fsync_in_thread = fsync_in_thread
         self._driver: CoreDriver | None = None
+        self.machine: ControllerMachine | None = None
         self._stop = trio.Event()
         self._started = trio.Event()
         self.address: NodeAddress | None = None
@@ -153,6 +156,10 @@ class ControllerNode:
                 election_state=stored,
             )
             links: dict[int, PeerLink] = {}
+            self.machine = ControllerMachine(
+                QuorumController(settings.controller, rng=self._rng),
+                snapshot_max_bytes=settings.snapshot_max_bytes,
+            )
             driver = CoreDriver(
                 core=core,
                 log=log,
@@ -161,6 +168,7 @@ class ControllerNode:
                 send_request=lambda out: self._route(links, out),
                 voter_nodes=self._voter_nodes(),
                 fsync_in_thread=self._fsync_in_thread,
+                machine=self.machine,
             )
             links.update(self._links(driver))
             self._driver = driver
@@ -222,8 +230,13 @@ class ControllerNode:
 
     async def _listen(self, nursery: trio.Nursery, driver: CoreDriver) -> NodeAddress:
         settings = self.settings
+        machine = self.machine
+        assert machine is not None
         router = RequestRouter(
-            settings=settings, leader_id=lambda: driver.leader.leader_id, submit=driver.submit
+            settings=settings,
+            leader_id=lambda: driver.leader.leader_id,
+            submit=driver.submit,
+            image=lambda: machine.controller.committed,
         )
         handler = partial(_serve_one, router=router, max_frame_bytes=settings.max_request_bytes)
         try:

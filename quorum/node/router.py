@@ -3,7 +3,8 @@
 ApiVersions and DescribeCluster are answered at once from what the node
 knows; the Raft RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
 DescribeQuorum) go to the task that owns the Raft core, PykraftAppend as an
-``Append``. The listener advertises only what it serves: the
+``Append``, the metadata requests (CreateTopics, BrokerRegistration, ...) as a
+``ControllerCall`` for the controller state machine in that task. The listener advertises only what it serves: the
 intersection of ``CONTROLLER_LISTENER_VERSIONS`` with this table. A request
 for anything else closes the connection, as Kafka does.
 """
@@ -13,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
+from quorum.controller.digest import build_describe_image_response
+from quorum.controller.image import EMPTY_IMAGE, MetadataImage
 from quorum.node.connection import ResponseSlot, ServerConnection
-from quorum.node.inputs import Append, AppendOutcome, Input, append_problem
+from quorum.node.inputs import Append, AppendOutcome, ControllerCall, Input, append_problem
 from quorum.node.settings import NodeSettings
 from quorum.raft import InboundRequest
 from quorum.wire.apis import CONTROLLER_LISTENER_VERSIONS
@@ -31,12 +34,24 @@ from quorum.wire.messages import (
     PykraftAppendResponse,
 )
 from quorum.wire.messages.pykraft_append import PYKRAFT_APPEND_KEY
+from quorum.wire.messages.pykraft_describe_image import (
+    PYKRAFT_DESCRIBE_IMAGE_KEY,
+    PykraftDescribeImageRequest,
+)
 from quorum.wire.protocol import API_VERSIONS_KEY, UnsupportedRequestError, decode_request
 
-__all__ = ["RequestRejected", "RequestRouter", "controller_listener_table"]
+__all__ = [
+    "CONTROLLER_APIS",
+    "RequestRejected",
+    "RequestRouter",
+    "controller_listener_table",
+]
 
-_CORE_APIS: Final = frozenset({1, 52, 53, 54, 55})  # Fetch, Vote, BQE, EQE, DescribeQuorum
-_LOCAL_APIS: Final = frozenset({API_VERSIONS_KEY, 60})  # ApiVersions, DescribeCluster
+_CORE_APIS: Final = frozenset({1, 52, 53, 54, 55, 59})  # Fetch, Vote, BQE, EQE, DQ, FetchSnapshot
+# ApiVersions, DescribeCluster, PykraftDescribeImage
+_LOCAL_APIS: Final = frozenset({API_VERSIONS_KEY, 60, PYKRAFT_DESCRIBE_IMAGE_KEY})
+# the requests the active controller turns into metadata records (or reads)
+CONTROLLER_APIS: Final = frozenset({19, 20, 32, 37, 43, 44, 45, 46, 56, 62, 63, 64, 67})
 _SERVED: Final = _CORE_APIS | _LOCAL_APIS | {PYKRAFT_APPEND_KEY}
 _BROKER_ENDPOINT_TYPE: Final = 1
 _CONTROLLER_ENDPOINT_TYPE: Final = 2
@@ -46,9 +61,10 @@ class RequestRejected(WireDecodeError):
     """A request this listener does not serve: the connection is closed."""
 
 
-def controller_listener_table() -> dict[int, tuple[int, int]]:
+def controller_listener_table(*, with_controller: bool = True) -> dict[int, tuple[int, int]]:
     """What the controller listener advertises: the versions it decodes and serves."""
-    return {k: v for k, v in CONTROLLER_LISTENER_VERSIONS.items() if k in _SERVED}
+    served = _SERVED | CONTROLLER_APIS if with_controller else _SERVED
+    return {k: v for k, v in CONTROLLER_LISTENER_VERSIONS.items() if k in served}
 
 
 class SlotAppendReply:
@@ -79,11 +95,14 @@ class RequestRouter:
         settings: NodeSettings,
         leader_id: Callable[[], int | None],
         submit: Callable[[Input], Awaitable[None]],
+        with_controller: bool = True,
+        image: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE,
     ) -> None:
         self._settings = settings
+        self._image = image
         self._leader_id = leader_id
         self._submit = submit
-        self.table = controller_listener_table()
+        self.table = controller_listener_table(with_controller=with_controller)
         self._api_versions = tuple(
             ApiVersionsResponseApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(self.table.items())
@@ -114,6 +133,8 @@ class RequestRouter:
         slot = conn.new_slot(header)
         if header.api_key in _CORE_APIS:
             await self._submit(InboundRequest(slot, message))
+        elif header.api_key in CONTROLLER_APIS:
+            await self._submit(ControllerCall(message, header.api_version, slot.complete))
         elif header.api_key == PYKRAFT_APPEND_KEY:
             await self._append(slot, message)
         else:
@@ -130,6 +151,10 @@ class RequestRouter:
     def _answer_locally(self, version: int, message: Any) -> Any:
         if isinstance(message, ApiVersionsRequest):
             return ApiVersionsResponse(api_keys=self._api_versions)
+        if isinstance(message, PykraftDescribeImageRequest):
+            return build_describe_image_response(
+                self._image(), node_id=self._settings.node_id, include_image=message.include_image
+            )
         assert isinstance(message, DescribeClusterRequest)
         return self._describe_cluster(version, message)
 

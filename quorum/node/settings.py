@@ -14,12 +14,13 @@ from typing import Final
 import attrs
 
 from quorum.config import ServerConfig
+from quorum.controller.results import ControllerConfig
 from quorum.log import LogConfig, partition_dir
 from quorum.node.errors import NodeStartupError
 from quorum.raft import RaftConfig
 from quorum.raft.config import MAX_BATCH_SIZE_BYTES
 
-__all__ = ["METADATA_TOPIC", "NodeSettings", "node_settings"]
+__all__ = ["METADATA_TOPIC", "NodeSettings", "controller_config", "node_settings"]
 
 METADATA_TOPIC: Final = "__cluster_metadata"
 # room above the 8 MiB batch limit for one oversized record and batch framing
@@ -44,6 +45,9 @@ class NodeSettings:
     raft: RaftConfig
     log: LogConfig
     max_request_bytes: int
+    controller: ControllerConfig
+    # the committed image is written as a snapshot after this many bytes of records
+    snapshot_max_bytes: int = 20 * 1024 * 1024
     reconnect_backoff_max_ms: int = _RECONNECT_BACKOFF_MAX_MS
     # how long a resigning leader waits for EndQuorumEpoch answers on shutdown
     shutdown_grace_ms: int = 500
@@ -89,5 +93,25 @@ def node_settings(config: ServerConfig, cluster_id: str) -> NodeSettings:
         raft=raft,
         log=log,
         max_request_bytes=config.socket_request_max_bytes,
+        controller=controller_config(config, cluster_id),
+        snapshot_max_bytes=config.metadata_snapshot_max_bytes,
         reconnect_backoff_max_ms=max(_RECONNECT_BACKOFF_MAX_MS, config.quorum_retry_backoff_ms),
+    )
+
+
+def controller_config(config: ServerConfig, cluster_id: str) -> ControllerConfig:
+    """The controller state machine's settings (Kafka's names in ServerConfig)."""
+    # min.insync.replicas not set: new topics get a majority of their replication
+    # factor as an explicit topic config (pykraft's safer default than Kafka's 1)
+    return ControllerConfig(
+        node_id=config.node_id,
+        cluster_id=cluster_id,
+        broker_session_timeout_ms=config.broker_session_timeout_ms,
+        broker_heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
+        num_partitions=config.num_partitions,
+        default_replication_factor=config.default_replication_factor,
+        min_insync_replicas=config.min_insync_replicas_config,
+        unclean_leader_election_enable=config.unclean_leader_election_enable,
+        auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_seconds * 1000,
     )

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import trio
 
+from quorum.controller.results import ControllerConfig
 from quorum.log import LogConfig
 from quorum.node.appends import PendingAppends
 from quorum.node.connection import ServerConnection
@@ -113,7 +114,7 @@ def settings(tmp_path: Path) -> NodeSettings:
         node_id=1, cluster_id="C", voters={1: ("h1", 1), 2: ("h2", 2)}, listener_name="CONTROLLER",
         bind_host="127.0.0.1", bind_port=0, advertised_host="h1", advertised_port=1,
         metadata_partition_dir=tmp_path, raft=RaftConfig(), log=LogConfig(),
-        max_request_bytes=1 << 20,
+        max_request_bytes=1 << 20, controller=ControllerConfig(node_id=1, cluster_id="C"),
     )
 
 
@@ -143,7 +144,11 @@ async def test_api_versions_lists_only_the_apis_this_listener_serves(tmp_path: P
     await r.send(ApiVersionsRequest(), 3)
     keys = {k.api_key: (k.min_version, k.max_version) for k in r.answer(18, 3).api_keys}
     assert keys == {1: (4, 17), 18: (0, 4), 52: (0, 2), 53: (0, 1), 54: (0, 1), 55: (0, 2),
-                    60: (0, 1), 10000: (0, 0)}
+                    59: (0, 1), 60: (0, 1), 10000: (0, 0), 10001: (0, 0),
+                    # the controller's metadata requests
+                    19: (0, 5), 20: (0, 4), 32: (0, 4), 37: (0, 3), 43: (0, 2), 44: (0, 1),
+                    45: (0, 0), 46: (0, 0), 56: (0, 3), 62: (0, 4), 63: (0, 1), 64: (0, 0),
+                    67: (0, 0)}
 
 
 async def test_describe_cluster_names_the_cluster_the_leader_and_the_controllers(

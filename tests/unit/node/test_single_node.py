@@ -26,6 +26,7 @@ from quorum.storage import (
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 from quorum.wire.messages.pykraft_append import PykraftAppendRequest
+from quorum.wire.metadata_serde import unwrap_payload
 from quorum.wire.protocol import RequestHeader, decode_response, encode_request
 from quorum.wire.records import iter_batches
 
@@ -41,15 +42,17 @@ async def read_all(stream: trio.SocketStream) -> bytes:
 
 
 def committed_values(directory: Path) -> list[bytes]:
+    """The PykraftAppend values in the log (the controller's own records left out)."""
     log = FileLog(directory)
     try:
         records = log.read(0, 1 << 30).records
-        return [
-            bytes(r.value or b"")
+        values = [
+            unwrap_payload(r.value or b"")
             for batch in iter_batches(records)
             if not batch.header.is_control
             for r in batch.records
         ]
+        return [v for v in values if v is not None]
     finally:
         log.close()
 

@@ -1,0 +1,188 @@
+"""``BrokerSettings``: what a broker process needs from its ``ServerConfig``, mapped once.
+
+The boundary between Kafka's setting names and the broker: the voters and
+the address of each one's controller listener (from
+``controller.quorum.voters``), the broker listeners it registers (advertised
+name, host, port and security protocol code), the listener it serves, its
+rack, the heartbeat and session timeouts, the metadata log's directory and
+the Raft timeouts its observer core runs with (``controller.quorum.*``, as
+a controller's) and how often it snapshots its image
+(``metadata.log.max.record.bytes.between.snapshots``). A config that cannot run a broker raises
+``BrokerStartupError`` naming the setting to change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from broker.errors import BrokerStartupError
+from quorum.config import Endpoint, SecurityProtocol, ServerConfig
+from quorum.log import LogConfig
+from quorum.raft import RaftConfig
+from quorum.raft.config import MAX_BATCH_SIZE_BYTES
+from quorum.storage import METADATA_PARTITION_DIR
+
+__all__ = [
+    "SECURITY_PROTOCOL_CODES",
+    "BrokerListener",
+    "BrokerSettings",
+    "broker_settings",
+]
+
+# Kafka's SecurityProtocol ids, as BrokerRegistration carries them
+SECURITY_PROTOCOL_CODES: Final[Mapping[SecurityProtocol, int]] = {
+    SecurityProtocol.PLAINTEXT: 0,
+    SecurityProtocol.SSL: 1,
+    SecurityProtocol.SASL_PLAINTEXT: 2,
+    SecurityProtocol.SASL_SSL: 3,
+}
+# room above the 8 MiB batch limit for one oversized record and batch framing (as controllers)
+_METADATA_MAX_MESSAGE_BYTES: Final = MAX_BATCH_SIZE_BYTES + 1024 * 1024
+_RECONNECT_BACKOFF_MAX_MS: Final = 1000
+# an advertised listener without a host (bind every interface) is advertised as this
+_DEFAULT_ADVERTISED_HOST: Final = "localhost"
+
+
+@attrs.frozen
+class BrokerListener:
+    """One advertised broker listener as the broker registers it."""
+
+    name: str
+    host: str
+    port: int  # 0: the port the listener is bound to, known once it is
+    security_protocol: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+
+@attrs.frozen(kw_only=True)
+class BrokerSettings:
+    node_id: int
+    cluster_id: str
+    # voter id -> (host, port) of its controller listener
+    voters: Mapping[int, tuple[str, int]]
+    controller_listener_name: str
+    # the listener this process serves (the first broker listener of ``listeners``)
+    listener_name: str
+    bind_host: str | None
+    bind_port: int
+    # every advertised broker listener, in config order
+    advertised_listeners: tuple[BrokerListener, ...]
+    rack: str | None
+    heartbeat_interval_ms: int
+    session_timeout_ms: int
+    initial_registration_timeout_ms: int
+    metadata_partition_dir: Path
+    raft: RaftConfig
+    log: LogConfig
+    max_request_bytes: int
+    # the broker writes its own metadata snapshot after this many bytes of replayed log
+    snapshot_max_bytes: int = 20 * 1024 * 1024
+    reconnect_backoff_max_ms: int = _RECONNECT_BACKOFF_MAX_MS
+
+    @property
+    def served_listener(self) -> BrokerListener:
+        """The advertised form of the listener this process serves."""
+        found = [e for e in self.advertised_listeners if e.name == self.listener_name]
+        assert found, "broker_settings keeps the served listener among the advertised ones"
+        return found[0]
+
+
+def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
+    """Map a checked ``ServerConfig`` with the broker role onto the broker's settings."""
+    if not config.is_broker:
+        roles = ",".join(sorted(r.value for r in config.process_roles))
+        raise BrokerStartupError(
+            f"process.roles={roles}: a broker needs the broker role (process.roles=broker)"
+        )
+    if not config.quorum_voters:
+        raise BrokerStartupError(
+            "controller.quorum.voters is empty: pykraft runs static quorums only; list "
+            "every voter as id@host:port (the address of its controller listener)"
+        )
+    if not config.controller_listener_names:
+        raise BrokerStartupError(
+            "controller.listener.names is empty: name the listener the controllers serve "
+            "(e.g. controller.listener.names=CONTROLLER)"
+        )
+    bound = _served_listener(config)
+    return BrokerSettings(
+        node_id=config.node_id,
+        cluster_id=cluster_id,
+        voters={v.node_id: (v.host, v.port) for v in config.quorum_voters},
+        controller_listener_name=config.controller_listener_names[0],
+        listener_name=bound.listener_name,
+        bind_host=bound.host,
+        bind_port=bound.port,
+        advertised_listeners=_advertised(config, bound),
+        rack=config.broker_rack,
+        heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
+        session_timeout_ms=config.broker_session_timeout_ms,
+        initial_registration_timeout_ms=config.initial_broker_registration_timeout_ms,
+        metadata_partition_dir=Path(config.metadata_log_dir) / METADATA_PARTITION_DIR,
+        raft=_raft_config(config),
+        log=LogConfig(
+            segment_bytes=config.metadata_log_segment_bytes,
+            max_message_bytes=_METADATA_MAX_MESSAGE_BYTES,
+        ),
+        max_request_bytes=config.socket_request_max_bytes,
+        snapshot_max_bytes=config.metadata_snapshot_max_bytes,
+        reconnect_backoff_max_ms=max(_RECONNECT_BACKOFF_MAX_MS, config.quorum_retry_backoff_ms),
+    )
+
+
+def _served_listener(config: ServerConfig) -> Endpoint:
+    names = config.controller_listener_names
+    broker_listeners = [e for e in config.listeners if e.listener_name not in names]
+    if not broker_listeners:
+        listed = ",".join(str(e) for e in config.listeners)
+        raise BrokerStartupError(
+            f"listeners={listed} has no broker listener: every listener is named in "
+            f"controller.listener.names={','.join(names)}; add one such as "
+            "PLAINTEXT://:9092"
+        )
+    return broker_listeners[0]
+
+
+def _advertised(config: ServerConfig, bound: Endpoint) -> tuple[BrokerListener, ...]:
+    protocols = config.security_protocol_map
+    advertised = list(config.advertised_broker_listeners)
+    if all(e.listener_name != bound.listener_name for e in advertised):
+        raise BrokerStartupError(
+            f"advertised.listeners does not name the broker listener {bound.listener_name}: "
+            f"advertise it (e.g. {bound.listener_name}://host:{bound.port})"
+        )
+    result = []
+    for endpoint in advertised:
+        protocol = protocols.get(endpoint.listener_name)
+        if protocol is None:
+            raise BrokerStartupError(
+                f"listener.security.protocol.map has no protocol for listener "
+                f"{endpoint.listener_name} (add {endpoint.listener_name}:PLAINTEXT)"
+            )
+        result.append(
+            BrokerListener(
+                name=endpoint.listener_name,
+                host=endpoint.host or _DEFAULT_ADVERTISED_HOST,
+                port=endpoint.port,
+                security_protocol=SECURITY_PROTOCOL_CODES[protocol],
+            )
+        )
+    return tuple(result)
+
+
+def _raft_config(config: ServerConfig) -> RaftConfig:
+    return RaftConfig(
+        election_timeout_ms=config.quorum_election_timeout_ms,
+        fetch_timeout_ms=config.quorum_fetch_timeout_ms,
+        election_backoff_max_ms=config.quorum_election_backoff_max_ms,
+        request_timeout_ms=config.quorum_request_timeout_ms,
+        retry_backoff_ms=config.quorum_retry_backoff_ms,
+        append_linger_ms=config.quorum_append_linger_ms,
+    )

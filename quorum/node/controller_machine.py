@@ -1,0 +1,191 @@
+"""``ControllerMachine``: the controller state machine in the task that owns the core.
+
+It keeps ``QuorumController``'s committed image in step with the log (replay
+of committed ranges, snapshots the core downloaded), makes the controller
+active once this node leads and has replayed everything before its epoch
+(Kafka's rule: claim only after catching up to the epoch start), and
+renounces when leadership moves. Requests are evaluated against the working
+image at the exact offsets their records will get; each answer waits until
+the high watermark passes what the request wrote or saw, so no client ever
+learns of uncommitted metadata. The committed image is written as a snapshot
+after every ``snapshot_max_bytes`` of replayed log (Kafka's
+``metadata.log.max.record.bytes.between.snapshots``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from quorum.controller.controller import QuorumController
+from quorum.controller.error_responses import error_response
+from quorum.controller.log_records import read_committed_range
+from quorum.controller.results import ControllerResult
+from quorum.controller.snapshot import read_snapshot, write_snapshot
+from quorum.log import OffsetAndEpoch
+from quorum.node.inputs import ControllerCall
+from quorum.raft import Leader, OffsetRange, RaftCore, Ready
+from quorum.wire.error_codes import Errors
+from quorum.wire.metadata_serde import encode_metadata_record
+
+__all__ = ["ControllerMachine"]
+
+logger = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class _Answer:
+    wait_until: int  # the high watermark that makes the answer true
+    epoch: int
+    request: Any
+    response: Any
+    reply: Callable[[object], None]
+
+
+class ControllerMachine:
+    def __init__(
+        self, controller: QuorumController, *, snapshot_max_bytes: int = 20 * 1024 * 1024
+    ) -> None:
+        self.controller = controller
+        self._snapshot_max_bytes = snapshot_max_bytes
+        self._since_snapshot = 0  # bytes of log replayed since the last snapshot
+        self._answers: deque[_Answer] = deque()
+        self._epoch = -1  # the epoch this node leads in while active
+        # where the records just computed will land (checked when they are proposed)
+        self._expected_offset: int | None = None
+        self._claim = False  # leads and caught up: activate at the next ``due``
+
+    # -- the hook -------------------------------------------------------------------------
+
+    def observe(self, ready: Ready, core: RaftCore, now_ms: int) -> None:
+        if ready.loaded_snapshot is not None:
+            self._load_snapshot(core, ready.loaded_snapshot)
+        if ready.committed is not None:
+            self._replay(core, ready.committed)
+        self._follow_leadership(core, now_ms)
+        self._answer(core.high_watermark)
+
+    def call(self, item: ControllerCall, core: RaftCore, now_ms: int) -> list[bytes]:
+        controller = self.controller
+        start = core.next_append_offset
+        if not controller.is_active or start is None:
+            leader = core.leader_id
+            text = f"node {core.node_id} is not the active controller" + (
+                "" if leader is None else f"; node {leader} leads the quorum"
+            )
+            item.reply(error_response(item.request, Errors.NOT_CONTROLLER, text))
+            return []
+        result = controller.handle(item.request, item.version, now_ms=now_ms, next_offset=start)
+        payloads = [encode_metadata_record(r) for r in result.records]
+        self._expected_offset = start
+        # an answer without records still waits for everything proposed before it
+        self._answers.append(
+            _Answer(start + len(payloads), self._epoch, item.request, result.response, item.reply)
+        )
+        return payloads
+
+    def proposed(self, offsets: OffsetRange) -> None:
+        assert offsets.start == self._expected_offset, (
+            f"records computed for offset {self._expected_offset} landed at {offsets.start}"
+        )
+        self._expected_offset = None
+
+    def due(self, core: RaftCore, now_ms: int) -> list[bytes]:
+        next_offset = core.next_append_offset
+        if next_offset is None:
+            return []
+        if self._claim:
+            self._claim = False
+            result = self._activate(core, now_ms, next_offset)
+        elif self.controller.is_active:
+            result = self.controller.tick(now_ms, next_offset=next_offset)
+        else:
+            return []
+        self._expected_offset = next_offset
+        return [encode_metadata_record(r) for r in result.records]
+
+    def deadline_ms(self) -> int | None:
+        if self._claim:
+            return 0
+        if not self.controller.is_active:
+            return None
+        return self.controller.next_deadline_ms()
+
+    def close(self) -> None:
+        self._fail_answers("the node is shutting down")
+
+    # -- committed state ---------------------------------------------------------------------
+
+    def _load_snapshot(self, core: RaftCore, snapshot_id: OffsetAndEpoch) -> None:
+        assert not self.controller.is_active, "a leader never loads a snapshot"
+        image = read_snapshot(core.log.read_snapshot(snapshot_id), snapshot_id)
+        self.controller.load_snapshot(image)
+        self._since_snapshot = 0
+        logger.info("loaded metadata snapshot %d-%d", snapshot_id.offset, snapshot_id.epoch)
+
+    def _replay(self, core: RaftCore, committed: OffsetRange) -> None:
+        controller = self.controller
+        start = max(committed.start, controller.committed.provenance.offset)
+        if start >= committed.end:
+            return
+        read = read_committed_range(core.log, start, committed.end)
+        last_epoch = read.last_epoch
+        controller.replay_committed(
+            [record for _, record in read.records], committed.end,
+            controller.committed.provenance.epoch if last_epoch is None else last_epoch,
+        )
+        self._since_snapshot += read.size_bytes
+        if self._since_snapshot >= self._snapshot_max_bytes:
+            self._snapshot(core)
+
+    def _snapshot(self, core: RaftCore) -> None:
+        image = self.controller.committed
+        snapshot_id = OffsetAndEpoch(image.provenance.offset, image.provenance.epoch)
+        data = write_snapshot(image, last_contained_timestamp_ms=0)
+        if core.create_snapshot(snapshot_id, data):
+            logger.info(
+                "wrote metadata snapshot %d-%d (%d bytes)",
+                snapshot_id.offset, snapshot_id.epoch, len(data),
+            )
+        self._since_snapshot = 0
+
+    # -- leadership ----------------------------------------------------------------------------
+
+    def _follow_leadership(self, core: RaftCore, now_ms: int) -> None:
+        controller = self.controller
+        state = core.state
+        leads = isinstance(state, Leader)
+        if not leads:
+            self._claim = False
+        if controller.is_active and (not leads or core.epoch != self._epoch):
+            controller.deactivate()
+            self._fail_answers("leadership moved before the request's records were committed")
+            logger.info("controller renounced (epoch %d)", self._epoch)
+        if leads and not controller.is_active:
+            assert isinstance(state, Leader)
+            # everything before this epoch must be in the image first (Kafka's claim rule)
+            if controller.committed.provenance.offset > state.epoch_start_offset:
+                self._claim = True
+
+    def _activate(self, core: RaftCore, now_ms: int, next_offset: int) -> ControllerResult[None]:
+        self._epoch = core.epoch
+        result = self.controller.activate(now_ms, next_offset=next_offset, epoch=core.epoch)
+        logger.info("controller active in epoch %d at offset %d", core.epoch, next_offset)
+        return result
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def _answer(self, high_watermark: int | None) -> None:
+        answers = self._answers
+        while answers and high_watermark is not None and answers[0].wait_until <= high_watermark:
+            done = answers.popleft()
+            done.reply(done.response)
+
+    def _fail_answers(self, text: str) -> None:
+        while self._answers:
+            done = self._answers.popleft()
+            done.reply(error_response(done.request, Errors.NOT_CONTROLLER, text))

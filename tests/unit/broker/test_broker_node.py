@@ -1,0 +1,278 @@
+"""A controller and a broker in one trio nursery on 127.0.0.1 (real sockets, real clock):
+the broker observes the metadata log, registers, is unfenced, serves Metadata from its
+image, hosts the partitions of a new topic and shuts down in a controlled way."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import attrs
+import pytest
+import trio
+
+from broker import (
+    BrokerNode,
+    BrokerStartupError,
+    BrokerState,
+    PartitionRole,
+    RecordingReplicaManager,
+)
+from broker.process import ready_line
+from quorum.client import TrioKafkaConnection
+from quorum.config import ServerConfig, load_server_config, server_config_from_properties
+from quorum.controller.digest import image_digest
+from quorum.controller.image import MetadataImage
+from quorum.node import ControllerNode, NodeAddress
+from quorum.storage import format_storage
+from quorum.wire.error_codes import Errors
+from quorum.wire.messages import (
+    CreateTopicsRequest,
+    CreateTopicsRequestTopic,
+    DescribeClusterRequest,
+    MetadataRequest,
+    MetadataRequestTopic,
+    PykraftDescribeImageRequest,
+)
+
+from ..node.nodes import CLUSTER_ID, FAST, controller_config, free_ports, wait_for_leader
+
+BROKER_ID = 100
+# brokers heartbeat often and are fenced soon, so the test is quick
+LIVENESS = {"broker.heartbeat.interval.ms": "200", "broker.session.timeout.ms": "2000"}
+DEADLINE_S = 15
+
+
+def broker_config(
+    root: Path, controller_ports: list[int], broker_port: int, *, cluster_id: str = CLUSTER_ID,
+    extra: dict[str, str] | None = None,
+) -> ServerConfig:
+    voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(controller_ports))
+    base = root / f"broker-{BROKER_ID}"
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / "broker.properties"
+    path.write_text(
+        "process.roles=broker\n"
+        f"node.id={BROKER_ID}\n"
+        f"controller.quorum.voters={voters}\n"
+        f"listeners=PLAINTEXT://127.0.0.1:{broker_port}\n"
+        "controller.listener.names=CONTROLLER\n"
+        f"log.dirs={base}/logs\n"
+        f"metadata.log.dir={base}/metadata\n"
+    )
+    config = load_server_config(path, overrides={**FAST, **LIVENESS, **(extra or {})})
+    format_storage(config, cluster_id)
+    return config
+
+
+async def controller_image_until(
+    node: ControllerNode, predicate: Callable[[MetadataImage], bool]
+) -> MetadataImage:
+    """The controller's committed image once ``predicate`` holds (bounded by the caller)."""
+    while True:
+        assert node.machine is not None
+        image = node.machine.controller.committed
+        if predicate(image):
+            return image
+        await node.wait_changed()
+
+
+def unfenced(broker_id: int) -> Callable[[MetadataImage], bool]:
+    def check(image: MetadataImage) -> bool:
+        broker = image.broker(broker_id)
+        return broker is not None and not broker.fenced
+
+    return check
+
+
+async def test_a_broker_registers_is_unfenced_and_serves_the_metadata_it_observes(
+    tmp_path: Path,
+) -> None:
+    controller_port, broker_port = free_ports(2)
+    controller = ControllerNode.from_config(
+        controller_config(tmp_path, 1, [controller_port], extra=LIVENESS), seed=1
+    )
+    found = BrokerNode.from_config(broker_config(tmp_path, [controller_port], broker_port), seed=2)
+    # a snapshot after every committed range, so the broker's own snapshot goes through its core
+    broker = BrokerNode(attrs.evolve(found.settings, snapshot_max_bytes=1), seed=2)
+    with trio.fail_after(DEADLINE_S):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(controller.run)
+            await wait_for_leader([controller])
+            async with trio.open_nursery() as brokers:
+                address = await brokers.start(broker.run)
+                assert str(address) == f"PLAINTEXT://127.0.0.1:{broker_port}"
+                assert broker.state is BrokerState.RUNNING and broker.broker_epoch >= 0
+                registered = await controller_image_until(controller, unfenced(BROKER_ID))
+                assert registered.brokers[BROKER_ID].epoch == broker.broker_epoch
+                await broker.machine.wait_for(unfenced(BROKER_ID))
+                await _create_topic_and_follow_it(controller, broker)
+                await _ask_the_broker_listener(broker)
+                snapshots = broker.driver.core.log.snapshot_ids()
+                assert snapshots and snapshots[-1].offset <= broker.machine.image_offset
+                broker.stop()
+            # the broker's run returned: the controller let it go and fenced it
+            assert broker.state is BrokerState.SHUTTING_DOWN
+            fenced = await controller_image_until(
+                controller, lambda image: image.brokers[BROKER_ID].fenced
+            )
+            assert fenced.brokers[BROKER_ID].epoch == broker.broker_epoch
+            controller.stop()
+
+
+async def _create_topic_and_follow_it(controller: ControllerNode, broker: BrokerNode) -> None:
+    assert controller.address is not None
+    async with await TrioKafkaConnection.connect(
+        controller.address.host, controller.address.port
+    ) as conn:
+        answer = await conn.request(
+            CreateTopicsRequest(
+                topics=(CreateTopicsRequestTopic(name="orders", num_partitions=3,
+                                                 replication_factor=1),)
+            )
+        )
+    assert [t.error_code for t in answer.topics] == [Errors.NONE]
+    image = await broker.machine.wait_for(lambda image: image.topic("orders") is not None)
+    manager = broker.replica_manager
+    assert isinstance(manager, RecordingReplicaManager)
+    assert sorted(manager.table) == sorted(broker.machine.assignments)
+    roles = sorted((a.topic, a.partition, a.role) for a in manager.table.values())
+    assert roles == [("orders", i, PartitionRole.LEADER) for i in range(3)]
+    # nothing else is written now: the broker catches up with the controller's image
+    committed = await same_offset(controller, broker)
+    assert image_digest(committed) == image_digest(broker.machine.image)
+    assert image.provenance.offset <= committed.provenance.offset
+
+
+async def same_offset(controller: ControllerNode, broker: BrokerNode) -> MetadataImage:
+    """The controller's committed image once the broker's image has the same offset."""
+    while True:
+        assert controller.machine is not None
+        committed = controller.machine.controller.committed
+        if committed.provenance.offset == broker.machine.image_offset:
+            return committed
+        async with trio.open_nursery() as waiters:
+            for wait in (controller.wait_changed, broker.wait_changed):
+                waiters.start_soon(_then_cancel, wait, waiters.cancel_scope)
+
+
+async def _then_cancel(wait: Callable[[], Awaitable[None]], scope: trio.CancelScope) -> None:
+    await wait()
+    scope.cancel()
+
+
+async def _ask_the_broker_listener(broker: BrokerNode) -> None:
+    assert broker.address is not None
+    async with await TrioKafkaConnection.connect(
+        broker.address.host, broker.address.port
+    ) as conn:
+        assert conn.server_versions is not None
+        assert set(conn.server_versions) == {3, 18, 60, 10001}
+        metadata = await conn.request(MetadataRequest(topics=None), version=12)
+        described = await conn.request(DescribeClusterRequest(endpoint_type=1))
+        unknown = await conn.request(
+            MetadataRequest(topics=(MetadataRequestTopic(name="nope"),)), version=1
+        )
+        image = await conn.request(PykraftDescribeImageRequest())
+    assert [(b.node_id, b.host, b.port) for b in metadata.brokers] == [
+        (BROKER_ID, broker.address.host, broker.address.port)
+    ]
+    assert (metadata.cluster_id, metadata.controller_id) == (CLUSTER_ID, BROKER_ID)
+    [orders] = metadata.topics
+    assert orders.name == "orders" and orders.topic_id == broker.image.topic("orders").topic_id  # type: ignore[union-attr]
+    assert [(p.partition_index, p.error_code, p.leader_id) for p in orders.partitions] == [
+        (i, Errors.NONE, BROKER_ID) for i in range(3)
+    ]
+    assert [b.broker_id for b in described.brokers] == [BROKER_ID]
+    assert [t.error_code for t in unknown.topics] == [Errors.UNKNOWN_TOPIC_OR_PARTITION]
+    assert image.node_id == BROKER_ID and image.offset <= broker.machine.image_offset
+
+
+async def test_a_broker_of_another_cluster_is_refused_and_exits_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    controller_port, broker_port = free_ports(2)
+    controller = ControllerNode.from_config(
+        controller_config(tmp_path, 1, [controller_port], extra=LIVENESS), seed=1
+    )
+    config = broker_config(
+        tmp_path, [controller_port], broker_port, cluster_id="AAAAAAAAAAAAAAAAAAAAAA"
+    )
+    with trio.fail_after(DEADLINE_S):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(controller.run)
+            await wait_for_leader([controller])
+            broker = BrokerNode.from_config(config, seed=2)
+            with pytest.RaisesGroup(
+                pytest.RaisesExc(BrokerStartupError, match="INCONSISTENT_CLUSTER_ID"),
+                flatten_subgroups=True,
+            ):
+                async with trio.open_nursery() as brokers:
+                    await brokers.start(broker.run)
+            controller.stop()
+
+
+async def test_a_broker_with_no_controller_to_register_with_gives_up_after_the_timeout(
+    tmp_path: Path,
+) -> None:
+    controller_port, broker_port = free_ports(2)  # nobody listens on the controller port
+    config = broker_config(
+        tmp_path, [controller_port], broker_port,
+        extra={"initial.broker.registration.timeout.ms": "300"},
+    )
+    broker = BrokerNode.from_config(config, seed=2)
+    refusal = r"initial\.broker\.registration\.timeout\.ms=300"
+    with trio.fail_after(DEADLINE_S), pytest.RaisesGroup(
+        pytest.RaisesExc(BrokerStartupError, match=refusal), flatten_subgroups=True
+    ):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(broker.run)
+
+
+async def test_a_restarted_broker_is_a_new_incarnation_and_starts_from_its_snapshot(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="broker.metadata_machine")
+    controller_port, broker_port = free_ports(2)
+    controller = ControllerNode.from_config(
+        controller_config(tmp_path, 1, [controller_port], extra=LIVENESS), seed=1
+    )
+    config = broker_config(tmp_path, [controller_port], broker_port)
+    settings = attrs.evolve(BrokerNode.from_config(config).settings, snapshot_max_bytes=1)
+    with trio.fail_after(DEADLINE_S):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(controller.run)
+            await wait_for_leader([controller])
+            first = BrokerNode(settings, seed=2)
+            async with trio.open_nursery() as brokers:
+                await brokers.start(first.run)
+                await _create_topic_and_follow_it(controller, first)
+                first.stop()
+            again = BrokerNode(settings, seed=3)
+            async with trio.open_nursery() as brokers:
+                await brokers.start(again.run)
+                assert again.incarnation_id != first.incarnation_id
+                assert again.broker_epoch > first.broker_epoch
+                assert again.image.topic("orders") is not None
+                again.stop()
+            controller.stop()
+    assert "loaded metadata snapshot" in caplog.text
+    assert again.machine.image_offset >= first.machine.image_offset
+
+
+def test_a_combined_node_is_refused_with_what_to_do_instead() -> None:
+    config = server_config_from_properties({
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": "1@127.0.0.1:9093",
+        "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+        "controller.listener.names": "CONTROLLER",
+    })
+    with pytest.raises(BrokerStartupError, match="combined nodes are not supported yet"):
+        BrokerNode.from_config(config)
+
+
+def test_the_ready_line_names_the_broker_and_its_listener() -> None:
+    address = NodeAddress("PLAINTEXT", "127.0.0.1", 9092)
+    assert ready_line(4, address) == "pykraft broker 4 ready: PLAINTEXT://127.0.0.1:9092"
