@@ -185,4 +185,5 @@ def _raft_config(config: ServerConfig) -> RaftConfig:
         request_timeout_ms=config.quorum_request_timeout_ms,
         retry_backoff_ms=config.quorum_retry_backoff_ms,
         append_linger_ms=config.quorum_append_linger_ms,
+        metadata_max_retention_bytes=config.metadata_max_retention_bytes,
     )

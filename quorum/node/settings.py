@@ -75,6 +75,7 @@ def node_settings(config: ServerConfig, cluster_id: str) -> NodeSettings:
         request_timeout_ms=config.quorum_request_timeout_ms,
         retry_backoff_ms=config.quorum_retry_backoff_ms,
         append_linger_ms=config.quorum_append_linger_ms,
+        metadata_max_retention_bytes=config.metadata_max_retention_bytes,
     )
     log = LogConfig(
         segment_bytes=config.metadata_log_segment_bytes,

@@ -13,6 +13,7 @@ import attrs
 
 __all__ = [
     "DEFAULT_FETCH_MAX_WAIT_MS",
+    "DEFAULT_LOG_CLEANER_INTERVAL_MS",
     "DEFAULT_METADATA_MAX_RETENTION_BYTES",
     "MAX_BATCH_SIZE_BYTES",
     "OBSERVER_SESSION_TIMEOUT_MS",
@@ -24,6 +25,7 @@ DEFAULT_FETCH_MAX_WAIT_MS: Final = 500
 MAX_BATCH_SIZE_BYTES: Final = 8 * 1024 * 1024
 OBSERVER_SESSION_TIMEOUT_MS: Final = 300_000
 DEFAULT_METADATA_MAX_RETENTION_BYTES: Final = 100 * 1024 * 1024
+DEFAULT_LOG_CLEANER_INTERVAL_MS: Final = 60_000
 
 
 def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -63,6 +65,12 @@ class RaftConfig:
     # moves to the next one; the latest snapshot is always kept. -1: no limit.
     metadata_max_retention_bytes: int = attrs.field(
         default=DEFAULT_METADATA_MAX_RETENTION_BYTES, validator=_retention
+    )
+    # How often that rule is applied. Kafka's raft client checks every 60 s
+    # (hard-coded); between checks a snapshot that a follower is downloading
+    # stays, which is what lets a download finish while new snapshots appear.
+    log_cleaner_interval_ms: int = attrs.field(
+        default=DEFAULT_LOG_CLEANER_INTERVAL_MS, validator=_positive
     )
     # Item 2 of the Raft issue: how long a follower whose connection to the
     # leader failed waits per rank step before it starts a pre-vote.

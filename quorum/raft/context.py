@@ -52,6 +52,8 @@ class CoreContext:
         )
         # the highest high watermark handed to the driver: never truncated below
         self.committed_offset = 0
+        # when the log's retention rule is next applied (set by the core at start)
+        self.next_cleaning_ms = 0
         self.last_persisted: ElectionState | None = None
 
     @property

@@ -13,8 +13,9 @@ driver must handle it):
 * ``resign(now_ms)``: graceful leadership handover (EndQuorumEpoch).
 
 Outside the inputs, the state machine writes snapshots with
-``create_snapshot`` (which also applies the log's retention rule, see
-``quorum.raft.snapshots``); ``maybe_clean_log`` applies that rule alone.
+``create_snapshot``. Every ``log_cleaner_interval_ms`` a timer applies the
+log's retention rule (``quorum.raft.snapshots.maybe_clean``), which moves the
+log start up to a snapshot; ``maybe_clean_log`` applies it at once.
 
 Time and randomness are arguments: the same inputs give the same outputs.
 """
@@ -106,6 +107,7 @@ class RaftCore:
         )
         ctx.last_persisted = election_state or ElectionState(0)
         ctx.persist(ctx.state.election_state)
+        ctx.next_cleaning_ms = now_ms + config.log_cleaner_interval_ms
         if startup_snapshot is not None:
             # told once, in the first Ready: records below it are not handed out
             ctx.committed_offset = startup_snapshot.offset
@@ -166,8 +168,8 @@ class RaftCore:
         False (nothing stored) if the id is at or below the log start or
         already held. Raises InvalidSnapshotIdError if the id is above the
         high watermark, not at a batch boundary, or its epoch is not that of
-        the batch ending there. A new snapshot may let the log start advance
-        (``maybe_clean_log``).
+        the batch ending there. The log start may later advance to it (the
+        retention rule, applied on a timer or by ``maybe_clean_log``).
         """
         return create_snapshot(self._ctx, snapshot_id, data)
 
@@ -223,6 +225,9 @@ class RaftCore:
     def _on_time(self, now_ms: int) -> None:
         ctx = self._ctx
         ctx.requests.expire(now_ms)
+        if now_ms >= ctx.next_cleaning_ms:
+            ctx.next_cleaning_ms = now_ms + ctx.config.log_cleaner_interval_ms
+            self.maybe_clean_log()
         state = ctx.state
         if isinstance(state, Unattached):
             deadline = state.election_deadline_ms
@@ -256,7 +261,7 @@ class RaftCore:
 
     def _next_deadline_ms(self) -> int | None:
         state = self._ctx.state
-        deadlines = [self._ctx.requests.next_deadline_ms()]
+        deadlines = [self._ctx.requests.next_deadline_ms(), self._ctx.next_cleaning_ms]
         if isinstance(state, Unattached | Prospective | Candidate | Resigned):
             deadlines.append(state.election_deadline_ms)
         elif isinstance(state, Follower):

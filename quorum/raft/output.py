@@ -29,13 +29,15 @@ Either way every later ``committed`` range starts at ``loaded_snapshot.offset``
 is durable before the ``Ready`` is returned. A leader never downloads a
 snapshot, so a state machine that acts as the leader's is never told to load
 one (only the start-up load can come in a ``Ready`` whose ``role`` is Leader,
-before the state machine has seen this node lead). ``truncated_to`` after a
-download is the committed offset below which nothing was dropped, when the
-log held uncommitted records the snapshot replaced.
+before the state machine has seen this node lead). A download that drops
+records the log held above the committed offset sets ``truncated_to`` to that
+committed offset: everything uncommitted from there on is gone.
 
 The state machine writes its own snapshots with ``RaftCore.create_snapshot``
-(only at or below the high watermark, at a batch boundary, with the epoch of
-the batch that ends there).
+(an offset that ``committed`` has handed it, at a batch boundary, with the
+epoch of the batch that ends there). A new snapshot may move the log start up
+to one of the snapshots, at most the latest (``RaftConfig.metadata_max_retention_bytes``):
+records below it are then no longer readable.
 """
 
 from __future__ import annotations

@@ -4,10 +4,12 @@
   that the log can vouch for: the id's offset at or below the committed
   offset, at a batch boundary, and its epoch that of the batch ending there
   (Kafka's ``validateOffsetAndEpoch``, checked exactly).
-* ``maybe_clean``: Kafka's ``metadata.max.retention.bytes`` rule. While the
-  log and all its snapshots hold more bytes than the limit, the oldest
-  snapshot goes and the log start moves up to the next one; the latest
-  snapshot always stays. Invariant: a log whose start is above 0 has a
+* ``maybe_clean``: Kafka's ``metadata.max.retention.bytes`` rule, applied by
+  the core every ``log_cleaner_interval_ms``. While the log and all its
+  snapshots hold more bytes than the limit, the oldest snapshot goes and the
+  log start moves up to the next one; the latest snapshot always stays. (The
+  ``metadata.max.retention.ms`` half of Kafka's rule needs the snapshots'
+  timestamps, which the core does not read: not applied.) Invariant: a log whose start is above 0 has a
   snapshot at its start (``delete_before`` moves the start only to one).
 * ``install_snapshot``: a follower empties its log at a snapshot it just
   downloaded, or already held.
@@ -46,7 +48,7 @@ def snapshot_id_problem(log: ReplicatedLog, committed: int, snapshot_id: OffsetA
     """
     offset, epoch = snapshot_id.offset, snapshot_id.epoch
     if offset > committed:
-        return f"its offset is above the high watermark {committed}: only committed state"
+        return f"offset {offset} is above the high watermark {committed}"
     try:
         header = BatchHeader.parse(log.read(offset - 1, 1).records)
     except WireError as exc:  # pragma: no cover - the log holds whole batches
@@ -65,7 +67,7 @@ def snapshot_id_problem(log: ReplicatedLog, committed: int, snapshot_id: OffsetA
 
 
 def create_snapshot(ctx: CoreContext, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
-    """``RaftCore.create_snapshot``: validate, store, then apply the retention rule."""
+    """``RaftCore.create_snapshot``: validate, then store."""
     log = ctx.log
     if snapshot_id.offset <= log.log_start_offset or snapshot_id in log.snapshot_ids():
         return False
@@ -73,13 +75,11 @@ def create_snapshot(ctx: CoreContext, snapshot_id: OffsetAndEpoch, data: bytes |
     problem = snapshot_id_problem(log, committed, snapshot_id)
     if problem is not None:
         raise InvalidSnapshotIdError(
-            f"node {ctx.local_id} cannot snapshot at ({snapshot_id.offset}, "
-            f"{snapshot_id.epoch}): {problem}; snapshot only what ``committed`` handed over"
+            f"node {ctx.local_id} cannot write snapshot ({snapshot_id.offset}, "
+            f"{snapshot_id.epoch}): {problem}; a snapshot holds state up to the end of a "
+            "committed range the core handed over, with the epoch of its last batch"
         )
-    created = log.create_snapshot(snapshot_id, data)
-    if created:
-        maybe_clean(log, ctx.config.metadata_max_retention_bytes)
-    return created
+    return log.create_snapshot(snapshot_id, data)
 
 
 def _stored_bytes(log: ReplicatedLog) -> int:

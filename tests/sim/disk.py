@@ -2,7 +2,8 @@
 
 The log is a ``MemoryLog`` (``crash`` drops the unflushed tail) that also
 remembers the lowest offset it lost since the checker last looked, so the
-invariants can tell "never truncated" without rereading whole logs. The
+invariants can tell "never truncated" without rereading whole logs, and counts
+changes to its snapshots, so they are checked only when they change. The
 quorum-state file is one ``ElectionState`` that changes only when the driver's
 write of it completes.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import attrs
 
-from quorum.log import MemoryLog
+from quorum.log import MemoryLog, OffsetAndEpoch
 from quorum.raft.states import ElectionState
 
 __all__ = ["Disk", "SimLog"]
@@ -21,6 +22,19 @@ class SimLog(MemoryLog):
     def __init__(self) -> None:
         super().__init__()
         self.lost_from: int | None = None
+        self.snapshot_changes = 0
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
+        self.snapshot_changes += 1
+        return super().create_snapshot(snapshot_id, data)
+
+    def delete_before(self, snapshot_id: OffsetAndEpoch) -> bool:
+        self.snapshot_changes += 1
+        return super().delete_before(snapshot_id)
+
+    def truncate_to_latest_snapshot(self) -> bool:
+        self.snapshot_changes += 1
+        return super().truncate_to_latest_snapshot()
 
     def _lost(self) -> None:
         end = self.log_end_offset

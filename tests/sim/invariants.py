@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from quorum.log import OffsetAndEpoch
 from quorum.raft.quorum_math import majority_size
 from quorum.wire.batch import BatchHeader
 
@@ -56,10 +55,9 @@ class Invariants:
         # per node: (life, highest epoch, highest HW, offset verified below the HW)
         self._life: dict[int, tuple[int, int, int, int]] = {}
         self._progress: dict[int, LogProgress] = {}
-        # per node: the (log, log start, earliest snapshot) last found valid, the snapshots
-        # whose bytes were checked, and the (life, offset) its state machine was checked at
-        self._log_start_seen: dict[int, tuple[object, int, OffsetAndEpoch | None]] = {}
-        self._snapshots_seen: dict[int, tuple[object, set[OffsetAndEpoch]]] = {}
+        # per node: the (log, its snapshot changes, log start) last checked, and the
+        # (life, offset) its state machine was last checked at
+        self._snapshots_seen: dict[int, tuple[object, int, int]] = {}
         self._machine_seen: dict[int, tuple[int, int]] = {}
 
     def wiped(self, node_id: int) -> None:
@@ -75,9 +73,8 @@ class Invariants:
             self._check_progress(node, lost)
             if not node.is_voter:
                 self._check_observer(node)
-        for node in self.sim.nodes.values():
-            self._check_snapshot_at_log_start(node)
-            self._check_snapshot_contents(node)
+            # after _check_life: what this node exposes is in the record by now
+            self._check_snapshots(node)
             self._check_machine(node)
         self._check_majority()
         self._check_acknowledged()
@@ -176,18 +173,33 @@ class Invariants:
 
     # -- snapshots and state machines ---------------------------------------------------------
 
+    def _check_snapshots(self, node: SimNode) -> None:
+        log = node.disk.log
+        key = (log, log.snapshot_changes, log.log_start_offset)
+        if self._snapshots_seen.get(node.node_id) == key:
+            return
+        self._check_snapshot_at_log_start(node)
+        for snapshot_id in log.snapshot_ids():
+            content = parse_snapshot(log.read_snapshot(snapshot_id))
+            expected = self.record.prefix_at(snapshot_id.offset)
+            if content.end != snapshot_id.offset or expected != (content.count, content.digest):
+                _fail(
+                    f"node {node.node_id}'s snapshot {snapshot_id} holds {content.count} values "
+                    f"that are not the committed ones below offset {snapshot_id.offset}"
+                )
+        self._snapshots_seen[node.node_id] = key
+
     def _check_snapshot_at_log_start(self, node: SimNode) -> None:
         log = node.disk.log
         start, earliest = log.log_start_offset, log.earliest_snapshot_id
-        if self._log_start_seen.get(node.node_id) == (log, start, earliest):
-            return
         where = f"node {node.node_id} (log start {start}, earliest snapshot {earliest})"
         if earliest is None:
             if start > 0:
                 _fail(f"SnapshotAtLogStart: {where} has no snapshot at its log start")
         elif earliest.offset < start or (start > 0 and earliest.offset != start):
             _fail(f"SnapshotAtLogStart: {where}: the earliest snapshot is not the log start")
-        elif earliest.offset > start:
+        elif start < earliest.offset <= log.log_end_offset:
+            # (past the log end only after a crash mid-download: start-up repairs that)
             header = BatchHeader.parse(log.read(earliest.offset - 1, 1).records)
             if (header.last_offset, header.partition_leader_epoch) != (
                 earliest.offset - 1,
@@ -198,25 +210,6 @@ class Invariants:
                     f"{header.base_offset}..{header.last_offset} (epoch "
                     f"{header.partition_leader_epoch}) does not end the snapshot"
                 )
-        self._log_start_seen[node.node_id] = (log, start, earliest)
-
-    def _check_snapshot_contents(self, node: SimNode) -> None:
-        log = node.disk.log
-        seen_log, seen = self._snapshots_seen.get(node.node_id, (None, set()))
-        if seen_log is not log:
-            seen = set()
-        for snapshot_id in log.snapshot_ids():
-            if snapshot_id in seen:
-                continue
-            content = parse_snapshot(log.read_snapshot(snapshot_id))
-            expected = self.record.prefix_at(snapshot_id.offset)
-            if content.end != snapshot_id.offset or expected != (content.count, content.digest):
-                _fail(
-                    f"node {node.node_id}'s snapshot {snapshot_id} holds {content.count} values "
-                    f"that are not the committed ones below offset {snapshot_id.offset}"
-                )
-            seen.add(snapshot_id)
-        self._snapshots_seen[node.node_id] = (log, seen)
 
     def _check_machine(self, node: SimNode) -> None:
         machine = node.machine

@@ -309,7 +309,7 @@ def snapshot_catch_up(sim: Simulation) -> None:
     """A node is cut off, killed or wiped while the others snapshot and move their log start
     past its log end; back, it can only catch up by downloading a snapshot (FetchSnapshot).
     """
-    begin(sim, 15)
+    begin(sim)
     leader = require_leader(sim)
     victim = sim.rng.choice(others(sim, leader.node_id))
     how = sim.rng.choice(["isolate", "kill", "wipe"])
@@ -339,13 +339,20 @@ def snapshot_catch_up(sim: Simulation) -> None:
 
     if not sim.run_until(downloaded, 20_000):
         raise SimError(f"node {victim} ({how}) never loaded a snapshot from the leader")
-    sim.run_for(sim.rng.randint(200, 1_500))
+    sim.run_for(sim.rng.randint(100, 800))
 
 
 def _snapshotting(rng: random.Random) -> World:
     # short snapshot intervals and a small byte budget: the log start moves often
     world = random_world(rng, lossy=False)
-    return with_snapshots(rng, world, every=(5, 10, 20), retention_bytes=(0, 500, 2_000))
+    return with_snapshots(
+        rng,
+        world,
+        every=(5, 10, 20),
+        retention_bytes=(0, 500, 2_000),
+        cleaner_ms=(300, 600, 1_200),
+        chunk_bytes=(50, 1 << 20),
+    )
 
 
 def _five_voters(rng: random.Random) -> World:

@@ -9,9 +9,12 @@ import pytest
 
 import quorum.raft.election
 import quorum.raft.leadership
-from quorum.log import MemoryLog
+import quorum.raft.snapshot_fetch
+import quorum.raft.snapshots
+from quorum.log import MemoryLog, OffsetAndEpoch
+from quorum.raft.context import CoreContext
 from quorum.raft.output import Ready
-from quorum.raft.states import ElectionState
+from quorum.raft.states import ElectionState, Follower
 from quorum.wire.records import build_batch_from_values
 
 from .committed import CommittedRecord, InvariantViolation
@@ -133,3 +136,73 @@ def test_two_nodes_exposing_different_batches_at_one_offset_are_caught() -> None
     assert record.values(0, 1) == [b"a"]
     with pytest.raises(InvariantViolation, match="differs from the committed one"):
         record.absorb(2, theirs, 0, 1)
+
+
+# -- snapshots -----------------------------------------------------------------------------------
+
+
+def snapshotting(seed: int = 0) -> Simulation:
+    """A settled cluster whose nodes have written snapshots and moved their log starts."""
+    sim = simulation_for("snapshot_catch_up", seed)
+    sim.start_all()
+    sim.client.start(10)
+    sim.run_for(3_000)
+    require_convergence(sim)
+    assert all(n.disk.log.snapshot_ids() for n in sim.live_nodes())
+    return sim
+
+
+def test_a_snapshot_that_does_not_hold_the_committed_values_is_caught() -> None:
+    sim = snapshotting()
+    node = a_follower(sim)
+    log = node.disk.log
+    end = log.log_end_offset
+    epoch = log.last_fetched_epoch
+    log.create_snapshot(OffsetAndEpoch(end, epoch), b"%d 1 %s\nforged" % (end, bytes(16).hex().encode()))
+    with pytest.raises(InvariantViolation, match="not the committed ones"):
+        sim.invariants.check()
+
+
+def test_a_log_start_without_a_snapshot_there_is_caught() -> None:
+    sim = snapshotting()
+    node = a_follower(sim)
+    log = node.disk.log
+    log.advance_log_start_offset(log.log_end_offset)  # past every snapshot it holds
+    with pytest.raises(InvariantViolation, match="SnapshotAtLogStart"):
+        sim.invariants.check()
+
+
+def test_a_state_machine_holding_other_values_is_caught() -> None:
+    sim = snapshotting()
+    node = a_follower(sim)
+    node.machine.digest = bytes(16)  # same offset, other contents
+    sim.invariants._machine_seen.clear()
+    with pytest.raises(InvariantViolation, match="state machine holds"):
+        sim.invariants.check()
+
+
+class LeaderLoader(SimNode):
+    """A broken core: it tells a leader's state machine to load the latest snapshot."""
+
+    def _apply(self, label: str, ready: Ready) -> None:
+        latest = self.disk.log.latest_snapshot_id
+        if ready.role == "Leader" and latest is not None and self.machine.claimed_epoch:
+            ready = attrs.evolve(ready, loaded_snapshot=latest)
+        super()._apply(label, ready)
+
+
+def test_a_leader_told_to_load_a_snapshot_is_caught() -> None:
+    found = failures("snapshot_catch_up", node_class=LeaderLoader)
+    assert found and all("LeaderNeverLoadSnapshot" in f for f in found)
+
+
+def test_a_core_that_does_not_report_a_downloaded_snapshot_is_caught() -> None:
+    real = quorum.raft.snapshots.install_snapshot
+
+    def silent(ctx: CoreContext, state: Follower, snapshot_id: OffsetAndEpoch) -> None:
+        real(ctx, state, snapshot_id)
+        ctx.outbox.loaded_snapshot = None
+
+    with mock.patch.object(quorum.raft.snapshot_fetch, "install_snapshot", silent):
+        found = failures("snapshot_catch_up")
+    assert len(found) == len(FEW_SEEDS) and all("must be consecutive" in f for f in found)

@@ -55,9 +55,12 @@ def with_snapshots(
     world: World,
     *,
     every: tuple[int | None, ...] = (None, 10, 25, 60),
-    retention_bytes: tuple[int, ...] = (-1, 0, 1_500, 6_000),
+    retention_bytes: tuple[int, ...] = (0, 1_500, 6_000, 30_000),
+    cleaner_ms: tuple[int, ...] = (500, 1_500, 5_000),
+    chunk_bytes: tuple[int, ...] = (16, 50, 1 << 20),
 ) -> World:
-    """Snapshots every N committed offsets, a retention budget, a FetchSnapshot chunk size.
+    """Snapshots every N committed offsets, a retention budget and cleaning interval, and a
+    FetchSnapshot chunk size.
 
     Drawn after everything else, so a seed's world is otherwise what it was
     before snapshots existed.
@@ -65,6 +68,8 @@ def with_snapshots(
     config = attrs.evolve(
         world.config,
         metadata_max_retention_bytes=rng.choice(retention_bytes),
-        fetch_snapshot_max_bytes=rng.choice([16, 50, 1 << 20]),
+        fetch_snapshot_max_bytes=rng.choice(chunk_bytes),
+        # longer than a download of a few chunks: a cleaning may restart one, not starve it
+        log_cleaner_interval_ms=rng.choice(cleaner_ms),
     )
     return attrs.evolve(world, config=config, snapshot_every=rng.choice(every))

@@ -7,7 +7,7 @@ import random
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from quorum.log import MemoryLog, OffsetAndEpoch
+from quorum.log import MemoryLog, OffsetAndEpoch, ReplicatedLog
 from quorum.raft import adapters, snapshot_adapters
 from quorum.raft.config import RaftConfig
 from quorum.raft.core import RaftCore
@@ -52,7 +52,7 @@ def new_core(
     node_id: int = 1,
     voters: Sequence[int] = (1, 2, 3),
     *,
-    log: MemoryLog | None = None,
+    log: ReplicatedLog | None = None,
     stored: ElectionState | None = None,
     now_ms: int = 0,
     config: RaftConfig = TEST_CONFIG,

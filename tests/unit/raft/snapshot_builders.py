@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from quorum.log import MemoryLog, OffsetAndEpoch
+from quorum.log import MemoryLog, OffsetAndEpoch, ReplicatedLog
 from quorum.raft.core import RaftCore
 from quorum.raft.output import Ready
 from quorum.raft.rpc import FetchAnswer, FetchSnapshotAnswer
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 NOW = 10_000
-# every second snapshot moves the log start (Kafka's rule with a zero byte budget)
+# cleaning moves the log start to the latest snapshot (Kafka's rule with a zero byte budget)
 CLEANING_CONFIG = attrs.evolve(TEST_CONFIG, metadata_max_retention_bytes=0, append_linger_ms=0)
 
 
@@ -68,12 +68,13 @@ def leader_with_log_start(batches: int = 4) -> RaftCore:
     end = core.log.log_end_offset
     assert core.create_snapshot(OffsetAndEpoch(end - 2, 1), b"first snapshot")
     assert core.create_snapshot(OffsetAndEpoch(end - 1, 1), b"the latest snapshot, longer")
+    assert core.maybe_clean_log()
     assert core.log.log_start_offset == end - 1
     return core
 
 
 def following_core(
-    node_id: int = 2, *, leader: int = 1, epoch: int = 1, log: MemoryLog | None = None
+    node_id: int = 2, *, leader: int = 1, epoch: int = 1, log: ReplicatedLog | None = None
 ) -> tuple[RaftCore, int, Ready]:
     """A voter following ``leader``, with its first Fetch in flight: (core, request id, Ready)."""
     core = new_core(node_id, log=log)

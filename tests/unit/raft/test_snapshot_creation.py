@@ -100,12 +100,16 @@ def test_the_log_start_moves_to_the_next_snapshot_only_over_the_retention_bytes(
     core = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=10_000)
     core.create_snapshot(OffsetAndEpoch(3, 1), b"a")
     core.create_snapshot(OffsetAndEpoch(5, 1), b"b")
+    assert not core.maybe_clean_log()
     log: MemoryLog = core.log
     assert log.log_start_offset == 0 and len(log.snapshot_ids()) == 2  # under the limit
     small = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=1)
     small.create_snapshot(OffsetAndEpoch(3, 1), b"a")
+    assert not small.maybe_clean_log()
     assert small.log.log_start_offset == 0  # the only snapshot is the latest: kept with its log
     small.create_snapshot(OffsetAndEpoch(5, 1), b"b")
+    assert small.log.log_start_offset == 0  # nothing moves until the rule is applied
+    assert small.maybe_clean_log()
     assert small.log.log_start_offset == 5
     assert small.log.snapshot_ids() == [OffsetAndEpoch(5, 1)]
 
@@ -119,13 +123,31 @@ def test_no_retention_limit_keeps_every_snapshot_and_the_whole_log() -> None:
 
 
 def test_several_old_snapshots_go_in_one_cleaning_until_one_is_left() -> None:
-    core = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=-1)
+    core = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=0)
     for offset in (2, 4, 6):
         core.create_snapshot(OffsetAndEpoch(offset, 1), b"x" * 10)
-    core._ctx.config = attrs.evolve(TEST_CONFIG, metadata_max_retention_bytes=0)  # the operator lowers it
+    assert core.log.log_start_offset == 0 and len(core.log.snapshot_ids()) == 3
     assert core.maybe_clean_log()
     assert core.log.log_start_offset == 6
     assert core.log.snapshot_ids() == [OffsetAndEpoch(6, 1)]
+
+
+def test_the_retention_rule_is_applied_every_cleaner_interval() -> None:
+    interval = 50_000  # the core started at 0: the first cleaning is due then
+    core = committed_leader(
+        batches=6, append_linger_ms=0, metadata_max_retention_bytes=0, log_cleaner_interval_ms=interval
+    )
+    core.create_snapshot(OffsetAndEpoch(3, 1), b"a")
+    core.create_snapshot(OffsetAndEpoch(5, 1), b"b")
+    core.poll(interval - 1)
+    assert core.log.log_start_offset == 0
+    core.poll(interval)
+    assert core.log.log_start_offset == 5
+    core.create_snapshot(OffsetAndEpoch(7, 1), b"c")
+    ready = core.poll(2 * interval - 1)
+    assert core.log.log_start_offset == 5 and ready.next_deadline_ms == 2 * interval
+    core.poll(2 * interval)
+    assert core.log.log_start_offset == 7
 
 
 # -- start-up --------------------------------------------------------------------------------

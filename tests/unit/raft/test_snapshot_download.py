@@ -5,7 +5,9 @@ Kafka's KafkaRaftClientSnapshotTest, item 33 of kraft-facts 7.3.
 
 from __future__ import annotations
 
-from quorum.log import MemoryLog, OffsetAndEpoch
+from pathlib import Path
+
+from quorum.log import FileLog, OffsetAndEpoch, ReplicatedLog
 from quorum.raft.rpc import ErrorCode
 from quorum.raft.states import Follower, Prospective, Unattached
 from quorum.wire.batch import set_base_offset
@@ -27,7 +29,7 @@ SNAPSHOT = OffsetAndEpoch(100, 1)
 DATA = bytes(range(256)) * 3  # 768 bytes
 
 
-def downloading(log: MemoryLog | None = None) -> tuple[object, int]:
+def downloading(log: ReplicatedLog | None = None) -> tuple[object, int]:
     """Node 2 following node 1 (epoch 1), told to fetch SNAPSHOT: (core, FetchSnapshot id)."""
     core, request_id, _ = following_core(log=log)
     ready = answer_fetch(core, request_id, 1, snapshot_id=SNAPSHOT, high_watermark=200)
@@ -225,3 +227,24 @@ def test_an_observer_downloads_a_snapshot_too() -> None:
         core, request_id, 3, snapshot_id=SNAPSHOT, size=len(DATA), position=0, data=DATA
     )
     assert ready.loaded_snapshot == SNAPSHOT and core.log.log_start_offset == 100
+
+
+def test_a_download_onto_a_file_log_survives_a_restart(tmp_path: Path) -> None:
+    directory = tmp_path / "__cluster_metadata-0"
+    directory.mkdir()
+    log = FileLog(directory)
+    for index in range(3):
+        log.append(build_batch_from_values([b"old%d" % index]), epoch=1)
+    log.flush()
+    core, request_id = downloading(log)
+    ready = answer_fetch_snapshot(
+        core, request_id, 2, snapshot_id=SNAPSHOT, size=len(DATA), position=0, data=DATA
+    )
+    assert ready.loaded_snapshot == SNAPSHOT
+    log.close()
+    reopened = FileLog(directory)
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (100, 100)
+    assert reopened.read_snapshot(SNAPSHOT) == DATA
+    first = new_core(2, log=reopened).poll(0)
+    assert first.loaded_snapshot == SNAPSHOT
+    reopened.close()
