@@ -23,18 +23,22 @@ class Accumulator:
     def __init__(self, *, linger_ms: int, max_batch_bytes: int) -> None:
         self._linger_ms = linger_ms
         self._max_batch_bytes = max_batch_bytes
-        self._pending: list[bytes] = []
+        # one entry per proposal: a proposal is never split across batches (below)
+        self._pending: list[Sequence[bytes]] = []
+        self._pending_count = 0
         self._pending_bytes = 0
         self._first_at_ms: int | None = None
 
     @property
     def pending_count(self) -> int:
-        return len(self._pending)
+        """Records waiting (not proposals)."""
+        return self._pending_count
 
     def add(self, payloads: Sequence[bytes], now_ms: int) -> None:
         if not self._pending:
             self._first_at_ms = now_ms
-        self._pending.extend(payloads)
+        self._pending.append(payloads)
+        self._pending_count += len(payloads)
         self._pending_bytes += sum(len(p) + RECORD_OVERHEAD_BYTES for p in payloads)
 
     def deadline_ms(self) -> int | None:
@@ -53,18 +57,35 @@ class Accumulator:
         )
 
     def drain(self) -> list[list[bytes]]:
-        """The pending payloads in order, cut into batches of at most the max batch size."""
+        """The pending payloads in order, cut into batches of at most the max batch size.
+
+        Cuts fall only between proposals: a batch is appended, replicated and
+        committed whole (the high watermark moves at batch ends), so a proposal
+        in one batch is atomic for every state machine; a controller command
+        (a topic and all its partitions) is never seen half applied. Only a
+        proposal larger than a batch by itself is cut, at record boundaries.
+        """
         chunks: list[list[bytes]] = []
         current: list[bytes] = []
         size = 0
-        for payload in self._pending:
-            cost = len(payload) + RECORD_OVERHEAD_BYTES
+        for proposal in self._pending:
+            cost = sum(len(p) + RECORD_OVERHEAD_BYTES for p in proposal)
             if current and size + cost > self._max_batch_bytes:
                 chunks.append(current)
                 current, size = [], 0
-            current.append(payload)
-            size += cost
+            if cost <= self._max_batch_bytes:
+                current.extend(proposal)
+                size += cost
+                continue
+            for payload in proposal:  # too large for one batch: cut at record boundaries
+                record_cost = len(payload) + RECORD_OVERHEAD_BYTES
+                if current and size + record_cost > self._max_batch_bytes:
+                    chunks.append(current)
+                    current, size = [], 0
+                current.append(payload)
+                size += record_cost
         if current:
             chunks.append(current)
-        self._pending, self._pending_bytes, self._first_at_ms = [], 0, None
+        self._pending, self._pending_count, self._pending_bytes = [], 0, 0
+        self._first_at_ms = None
         return chunks

@@ -78,6 +78,18 @@ def test_a_full_accumulator_is_cut_into_batches_of_the_maximum_size() -> None:
     assert accumulator.pending_count == 0 and accumulator.deadline_ms() is None
 
 
+def test_a_proposal_that_fits_a_batch_is_never_cut_between_batches() -> None:
+    accumulator = Accumulator(linger_ms=25, max_batch_bytes=4 * (10 + RECORD_OVERHEAD_BYTES))
+    accumulator.add([b"a" * 10] * 2, 0)
+    accumulator.add([b"b" * 10] * 3, 1)  # would straddle the first batch: starts the next
+    accumulator.add([b"c" * 10] * 1, 2)
+    assert accumulator.pending_count == 6
+    assert [[p[:1] for p in chunk] for chunk in accumulator.drain()] == [
+        [b"a", b"a"],
+        [b"b", b"b", b"b", b"c"],
+    ]
+
+
 def test_only_the_leader_takes_proposals() -> None:
     cluster = Cluster([1, 2, 3], seed=82)
     leader = cluster.elect()
