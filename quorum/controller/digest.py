@@ -15,6 +15,7 @@ import json
 import struct
 from typing import Final
 
+from quorum.controller.elections import offline_partitions
 from quorum.controller.image import MetadataImage
 from quorum.controller.image_json import image_to_json
 from quorum.controller.snapshot import image_records
@@ -57,4 +58,5 @@ def build_describe_image_response(
         epoch=image.provenance.epoch,
         digest=image_digest(image),
         image_json=json.dumps(image_to_json(image)) if include_image else None,
+        offline_partition_count=len(offline_partitions(image)),
     )

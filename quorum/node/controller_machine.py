@@ -22,7 +22,9 @@ from typing import Any
 import attrs
 
 from quorum.controller.controller import QuorumController
+from quorum.controller.elections import offline_partitions
 from quorum.controller.error_responses import error_response
+from quorum.controller.image import TopicPartition
 from quorum.controller.log_records import read_committed_range
 from quorum.controller.results import ControllerResult
 from quorum.controller.snapshot import read_snapshot, write_snapshot
@@ -30,9 +32,12 @@ from quorum.log import OffsetAndEpoch
 from quorum.node.inputs import ControllerCall
 from quorum.raft import Leader, OffsetRange, RaftCore, Ready
 from quorum.wire.error_codes import Errors
+from quorum.wire.messages import PartitionChangeRecord, PartitionRecord, RemoveTopicRecord
 from quorum.wire.metadata_serde import encode_metadata_record
 
 __all__ = ["ControllerMachine"]
+
+_PARTITION_RECORDS = (PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +63,7 @@ class ControllerMachine:
         # where the records just computed will land (checked when they are proposed)
         self._expected_offset: int | None = None
         self._claim = False  # leads and caught up: activate at the next ``due``
+        self._offline: list[TopicPartition] = []
 
     # -- the hook -------------------------------------------------------------------------
 
@@ -139,8 +145,26 @@ class ControllerMachine:
             controller.committed.provenance.epoch if last_epoch is None else last_epoch,
         )
         self._since_snapshot += read.size_bytes
+        if any(isinstance(r, _PARTITION_RECORDS) for _, r in read.records):
+            self._report_offline()
         if self._since_snapshot >= self._snapshot_max_bytes:
             self._snapshot(core)
+
+    def _report_offline(self) -> None:
+        """Log when the set of partitions without a leader changes (an alarm, not a guess)."""
+        offline = offline_partitions(self.controller.committed)
+        if offline == self._offline:
+            return
+        self._offline = offline
+        if offline:
+            shown = ", ".join(str(tp) for tp in offline[:20])
+            more = f" and {len(offline) - 20} more" if len(offline) > 20 else ""
+            logger.warning(
+                "%d partition(s) offline, no eligible leader in the ISR and unclean election "
+                "not enabled for them: %s%s", len(offline), shown, more,
+            )
+        else:
+            logger.info("no partition is offline")
 
     def _snapshot(self, core: RaftCore) -> None:
         image = self.controller.committed

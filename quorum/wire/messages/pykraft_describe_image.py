@@ -43,6 +43,8 @@ class PykraftDescribeImageResponse:
     # hex sha256 of the image's canonical records (quorum.controller.digest)
     digest: str = field(STRING, default="")
     image_json: str | None = field(STRING, nullable="0+", default=None)
+    # partitions without a leader (no eligible replica; Kafka's OfflinePartitionsCount)
+    offline_partition_count: int = field(INT32, default=0)
 
 
 register_api(
