@@ -1,9 +1,9 @@
-"""``kraft dev``: a local controller quorum in the foreground, until Ctrl-C.
+"""``kraft dev``: a local cluster (controllers and brokers) in the foreground, until Ctrl-C.
 
-Starts N controller processes with the launcher (``deploy.LocalCluster``),
+Starts N controller and M broker processes with the launcher (``deploy.LocalCluster``),
 prints where each listens and how to look at the quorum, and keeps them
-running until Ctrl-C or SIGTERM, then stops each in order (a leader hands
-over first). The data stays in ``--data-dir``: the next run finds the
+running until Ctrl-C or SIGTERM, then stops each in order (brokers first, by
+controlled shutdown; a leader hands over first). The data stays in ``--data-dir``: the next run finds the
 formatted directories and keeps the cluster id and the log. A node that
 dies on its own ends the run with the tail of its log.
 """
@@ -33,16 +33,26 @@ def _interrupt_on_sigterm() -> None:
 
 
 def _banner(cluster: LocalCluster, leader: int) -> str:
-    lines = [f"pykraft dev cluster {cluster.cluster_id}: {len(cluster.node_ids)} controller(s)"]
+    lines = [f"pykraft dev cluster {cluster.cluster_id}: {len(cluster.node_ids)} controller(s), "
+             f"{len(cluster.broker_ids)} broker(s)"]
     for node_id in cluster.node_ids:
         host, port = cluster.address(node_id)
         role = "leader" if node_id == leader else "voter"
         lines.append(f"  controller {node_id} ({role}): CONTROLLER://{host}:{port}  "
                      f"pid {cluster.pid(node_id)}  log {cluster.layout[node_id].log_path}")
+    for node_id in cluster.broker_ids:
+        host, port = cluster.address(node_id)
+        lines.append(f"  broker {node_id}: PLAINTEXT://{host}:{port}  "
+                     f"pid {cluster.pid(node_id)}  log {cluster.layout[node_id].log_path}")
     lines += [
         "Look at the quorum with:",
         f"  kraft metadata-quorum --bootstrap-controller {cluster.bootstrap_controllers} "
         "describe --status",
+        "Create and describe topics with:",
+        f"  kraft topics --bootstrap-controller {cluster.bootstrap_controllers} --create "
+        "--topic demo --partitions 6 --replication-factor "
+        f"{max(1, min(3, len(cluster.broker_ids)))}",
+        f"  kraft topics --bootstrap-controller {cluster.bootstrap_controllers} --describe",
         "Press Ctrl-C to stop.",
     ]
     return "\n".join(lines)
@@ -51,10 +61,11 @@ def _banner(cluster: LocalCluster, leader: int) -> str:
 def _watch(cluster: LocalCluster) -> None:
     """Until Ctrl-C; a node that exits on its own ends the run."""
     while True:
-        for node_id in cluster.node_ids:
+        for node_id in cluster.node_ids + cluster.broker_ids:
             if not cluster.is_running(node_id):
                 code = cluster.wait_exit(node_id)
-                raise LaunchError(f"controller {node_id} exited with status {code}\n"
+                role = cluster.layout[node_id].role
+                raise LaunchError(f"{role} {node_id} exited with status {code}\n"
                                   + cluster.log_tail(node_id))
         time.sleep(_WATCH_INTERVAL_S)
 
@@ -62,19 +73,22 @@ def _watch(cluster: LocalCluster) -> None:
 @click.command(name="dev")
 @click.option("--controllers", default=3, show_default=True, type=click.IntRange(1, 9),
               help="How many controllers (voters) to run.")
+@click.option("--brokers", default=3, show_default=True, type=click.IntRange(0, 9),
+              help="How many brokers to run (node ids after the controllers').")
 @click.option("--data-dir", default="data/dev-cluster", show_default=True,
               type=click.Path(file_okay=False, path_type=Path),
               help="Where each controller keeps its config, log file and data.")
 @click.option("--base-port", default=19091, show_default=True, type=click.IntRange(0, 65535),
-              help="Controller N listens on base-port + N - 1; 0 picks free ports.")
+              help="Node N listens on base-port + N - 1 (controllers first); 0 picks free ports.")
 @click.option("--host", default="localhost", show_default=True,
               help="The address every controller listens on.")
 @click.option("--test-profile", is_flag=True,
               help="Use the short test timeouts instead of Kafka's defaults.")
-def dev(controllers: int, data_dir: Path, base_port: int, host: str, test_profile: bool) -> None:
-    """Run a local controller quorum in the foreground until Ctrl-C."""
-    spec = ClusterSpec(controllers=controllers, host=host, base_port=base_port or None,
-                       test_profile=test_profile)
+def dev(controllers: int, brokers: int, data_dir: Path, base_port: int, host: str,
+        test_profile: bool) -> None:
+    """Run a local cluster (controllers and brokers) in the foreground until Ctrl-C."""
+    spec = ClusterSpec(controllers=controllers, brokers=brokers, host=host,
+                       base_port=base_port or None, test_profile=test_profile)
     cluster = LocalCluster(data_dir, spec)
     _interrupt_on_sigterm()
     try:
@@ -82,8 +96,8 @@ def dev(controllers: int, data_dir: Path, base_port: int, host: str, test_profil
         click.echo(_banner(cluster, cluster.leader()))
         _watch(cluster)
     except KeyboardInterrupt:
-        click.echo("stopping the controllers ...")
-        for node_id in cluster.node_ids:
+        click.echo("stopping the brokers and controllers ...")
+        for node_id in cluster.broker_ids + cluster.node_ids:
             if cluster.is_running(node_id):
                 cluster.stop(node_id)
         click.echo("stopped")

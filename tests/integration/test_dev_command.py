@@ -1,4 +1,4 @@
-"""``kraft dev`` (what ``scripts/dev`` runs): a quorum in the foreground until Ctrl-C."""
+"""``kraft dev`` (what ``scripts/dev`` runs): controllers and brokers in the foreground until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -48,6 +48,9 @@ def test_kraft_dev_runs_a_quorum_until_ctrl_c_and_then_stops_every_node(tmp_path
                                                              int(nodes[leader - 1][3]))))
         assert info.leader_id == leader
         assert "kraft metadata-quorum --bootstrap-controller 127.0.0.1:" in banner
+        brokers = re.findall(r"broker (\d): PLAINTEXT://([\d.]+):(\d+)  pid (\d+)", banner)
+        assert [int(b[0]) for b in brokers] == [4, 5, 6]
+        assert "kraft topics --bootstrap-controller 127.0.0.1:" in banner
 
         process.send_signal(signal.SIGINT)
         assert process.wait(30) == 0
@@ -58,6 +61,8 @@ def test_kraft_dev_runs_a_quorum_until_ctrl_c_and_then_stops_every_node(tmp_path
     assert out.read_text().rstrip().endswith("stopped")
     for _, _, _, _, pid in nodes:
         assert not Path(f"/proc/{pid}").exists(), f"controller pid {pid} outlived kraft dev"
+    for _, _, _, pid in brokers:
+        assert not Path(f"/proc/{pid}").exists(), f"broker pid {pid} outlived kraft dev"
     # the data stays, formatted with the cluster id the banner named
     first_id = re.search(r"pykraft dev cluster (\S+):", banner)
     assert first_id is not None
