@@ -2,8 +2,10 @@
 
 Brokers register, are unfenced, and follow ``__cluster_metadata`` as
 observers; the active controller places partitions, fences a killed broker
-once its session expires and moves leadership to the ISR, and unfences it
-when it returns. Every node's image digest agrees at the same offset.
+once its session expires and moves leadership to the ISR, unfences it when it
+returns, and restores preferred leaders once the partition leaders take it
+back into their ISRs (AlterPartition, sent here in the data plane's place).
+Every node's image digest agrees at the same offset.
 """
 
 from __future__ import annotations
@@ -19,11 +21,19 @@ from quorum.client import BlockingKafkaConnection, ClientError
 from quorum.config.values import HostPort
 from quorum.controller_client import ControllerChannel
 from quorum.wire.error_codes import Errors
-from quorum.wire.messages import CreateTopicsRequest, CreateTopicsRequestTopic
+from quorum.wire.messages import (
+    AlterPartitionRequest,
+    AlterPartitionRequestBrokerState,
+    AlterPartitionRequestPartition,
+    AlterPartitionRequestTopic,
+    CreateTopicsRequest,
+    CreateTopicsRequestTopic,
+)
 from quorum.wire.messages.pykraft_describe_image import (
     PykraftDescribeImageRequest,
     PykraftDescribeImageResponse,
 )
+from quorum.wire.uuids import uuid_from_str
 from tests.integration.checks import StartCluster
 
 _DEADLINE_S = 30.0
@@ -151,7 +161,55 @@ def test_brokers_register_take_balanced_leadership_and_follow_a_broker_failure(
     )
     back = partitions_of(active_image(cluster), "orders")
     assert all(p["leader"] in p["isr"] and victim not in p["isr"] for p in back)
+
+    # the partition leaders take it back into their ISRs (AlterPartition, as the data
+    # plane's leaders will once it has caught up): preferred leaders are then restored
+    rejoin_isrs(cluster, "orders", victim)
+
+    def preferred_restored() -> bool | None:
+        restored = partitions_of(active_image(cluster), "orders")
+        leaders = Counter(p["leader"] for p in restored)
+        return True if leaders == dict.fromkeys(brokers, 10) else None
+
+    cluster.wait_for(preferred_restored, "preferred leaders restored", _DEADLINE_S)
+    restored = partitions_of(active_image(cluster), "orders")
+    assert all(p["leader"] == p["replicas"][0] for p in restored)
     cluster.wait_for(lambda: digests_agree(cluster), "equal images after the return", _DEADLINE_S)
+
+
+def rejoin_isrs(cluster: LocalCluster, topic: str, broker: int) -> None:
+    """Each leader of ``topic`` asks the controller to add ``broker`` back to its ISR."""
+    image = active_image(cluster)
+    epochs = {b["brokerId"]: b["epoch"] for b in image["brokers"]}
+    [entry] = [t for t in image["topics"] if t["name"] == topic]
+    by_leader: dict[int, list[AlterPartitionRequestPartition]] = {}
+    for p in entry["partitions"]:
+        if broker in p["replicas"] and broker not in p["isr"]:
+            isr = sorted({*p["isr"], broker})
+            by_leader.setdefault(p["leader"], []).append(AlterPartitionRequestPartition(
+                partition_index=p["partition"], leader_epoch=p["leaderEpoch"],
+                partition_epoch=p["partitionEpoch"],
+                new_isr_with_epochs=tuple(
+                    AlterPartitionRequestBrokerState(broker_id=b, broker_epoch=epochs[b])
+                    for b in isr
+                ),
+            ))
+
+    async def send() -> None:
+        bootstrap = [HostPort(*cluster.address(n)) for n in cluster.node_ids]
+        async with ControllerChannel(bootstrap) as channel:
+            for leader, partitions in by_leader.items():
+                request = AlterPartitionRequest(
+                    broker_id=leader, broker_epoch=epochs[leader],
+                    topics=(AlterPartitionRequestTopic(
+                        topic_id=uuid_from_str(entry["topicId"]), partitions=tuple(partitions)
+                    ),),
+                )
+                response = await channel.call(request, version=3)
+                codes = {p.error_code for t in response.topics for p in t.partitions}
+                assert codes == {Errors.NONE}, (response.error_code, codes)
+
+    trio.run(send)
 
 
 def test_a_controller_failover_during_topic_creation_loses_and_duplicates_nothing(
