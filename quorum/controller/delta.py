@@ -237,8 +237,9 @@ class MetadataDelta:
         self._names[topic.name] = None
         # a topic's configs go with it (a new topic of that name starts clean)
         resource = ConfigResource(ConfigResourceType.TOPIC, topic.name)
-        current = self._config_view(resource)
-        self._configs[resource] = dict.fromkeys(current)
+        # every key the base image or this delta holds is deleted (a pending deletion too)
+        keys = {*self.image.configs.get(resource, {}), *self._configs.get(resource, {})}
+        self._configs[resource] = dict.fromkeys(keys)
 
     def _config_view(self, resource: ConfigResource) -> dict[str, str]:
         merged = dict(self.image.configs.get(resource, {}))
