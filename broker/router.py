@@ -5,9 +5,10 @@ ApiVersions, Metadata, DescribeCluster and pykraft's PykraftDescribeImage
 (the image's offset and digest, so tests and tools can compare nodes), and
 advertises only those: the client listener's versions
 (``CLIENT_LISTENER_VERSIONS``) for the Kafka APIs. Anything else closes the
-connection, as Kafka does for a request it does not serve. An ApiVersions
-request at a version we do not know is answered in v0 with our table
-(KIP-511).
+connection, as Kafka does for a request it does not serve. The table,
+KIP-511 (an ApiVersions request at a version we do not know is answered in
+v0 with our table) and the ApiVersions and PykraftDescribeImage answers are
+the controller listener's (``quorum.node.local_answers``).
 """
 
 from __future__ import annotations
@@ -16,22 +17,14 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from broker.metadata_answers import ListenerView, describe_cluster_response, metadata_response
-from quorum.controller.digest import build_describe_image_response
 from quorum.controller.image import MetadataImage
 from quorum.node.connection import ServerConnection
+from quorum.node.local_answers import ListenerApis, ListenerRouter
+from quorum.node.router import RequestRejected
 from quorum.wire.apis import CLIENT_LISTENER_VERSIONS
-from quorum.wire.error_codes import Errors
-from quorum.wire.errors import WireDecodeError
-from quorum.wire.messages import (
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    ApiVersionsResponseApiVersion,
-    DescribeClusterRequest,
-    MetadataRequest,
-    PykraftDescribeImageRequest,
-)
+from quorum.wire.messages import DescribeClusterRequest, MetadataRequest
 from quorum.wire.messages.pykraft_describe_image import PYKRAFT_DESCRIBE_IMAGE_KEY
-from quorum.wire.protocol import API_VERSIONS_KEY, UnsupportedRequestError, decode_request
+from quorum.wire.protocol import API_VERSIONS_KEY, RequestHeader
 
 __all__ = ["BROKER_LISTENER_APIS", "BrokerRequestRejected", "BrokerRouter", "broker_listener_table"]
 
@@ -40,7 +33,7 @@ _DESCRIBE_CLUSTER_KEY: Final = 60
 BROKER_LISTENER_APIS: Final = frozenset({API_VERSIONS_KEY, _METADATA_KEY, _DESCRIBE_CLUSTER_KEY})
 
 
-class BrokerRequestRejected(WireDecodeError):
+class BrokerRequestRejected(RequestRejected):
     """A request this listener does not serve: the connection is closed."""
 
 
@@ -51,49 +44,28 @@ def broker_listener_table() -> dict[int, tuple[int, int]]:
     return table
 
 
-class BrokerRouter:
+class BrokerRouter(ListenerRouter):
     def __init__(self, *, view: ListenerView, image: Callable[[], MetadataImage]) -> None:
+        super().__init__(
+            ListenerApis(
+                broker_listener_table(),
+                where=f"the broker listener {view.listener_name}",
+                rejected=BrokerRequestRejected,
+            )
+        )
         self._view = view
         self._image = image
-        self.table = broker_listener_table()
-        self._api_versions = tuple(
-            ApiVersionsResponseApiVersion(api_key=k, min_version=lo, max_version=hi)
-            for k, (lo, hi) in sorted(self.table.items())
-        )
 
-    async def dispatch(self, conn: ServerConnection, frame: bytes | memoryview) -> None:
-        """Answer one request frame; raises WireDecodeError to close the connection."""
-        try:
-            header, message = decode_request(frame)
-        except UnsupportedRequestError as exc:
-            if exc.header.api_key != API_VERSIONS_KEY:
-                raise
-            slot = conn.new_slot(exc.header)
-            slot.version = 0
-            slot.complete(
-                ApiVersionsResponse(
-                    error_code=Errors.UNSUPPORTED_VERSION, api_keys=self._api_versions
-                )
-            )
-            return
-        low_high = self.table.get(header.api_key)
-        if low_high is None or not low_high[0] <= header.api_version <= low_high[1]:
-            raise BrokerRequestRejected(
-                f"api key {header.api_key} v{header.api_version} is not served on the "
-                f"broker listener {self._view.listener_name}"
-            )
+    async def route(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
         conn.new_slot(header).complete(self.answer(header.api_version, message))
 
     def answer(self, version: int, message: Any) -> Any:
         """The response to one decoded request this listener serves."""
+        common = self.apis.answer_common(message, node_id=self._view.node_id, image=self._image)
+        if common is not None:
+            return common
         image = self._image()
-        if isinstance(message, ApiVersionsRequest):
-            return ApiVersionsResponse(api_keys=self._api_versions)
         if isinstance(message, MetadataRequest):
             return metadata_response(image, message, version, self._view)
-        if isinstance(message, DescribeClusterRequest):
-            return describe_cluster_response(image, message, version, self._view)
-        assert isinstance(message, PykraftDescribeImageRequest), message
-        return build_describe_image_response(
-            image, node_id=self._view.node_id, include_image=message.include_image
-        )
+        assert isinstance(message, DescribeClusterRequest), message
+        return describe_cluster_response(image, message, version, self._view)

@@ -7,8 +7,10 @@ name, host, port and security protocol code), the listener it serves, its
 rack, the heartbeat and session timeouts, the metadata log's directory and
 the Raft timeouts its observer core runs with (``controller.quorum.*``, as
 a controller's) and how often it snapshots its image
-(``metadata.log.max.record.bytes.between.snapshots``). A config that cannot run a broker raises
-``BrokerStartupError`` naming the setting to change.
+(``metadata.log.max.record.bytes.between.snapshots``): the parts every
+metadata node shares come from ``quorum.node.settings`` and are mapped the
+same way. A config that cannot run a broker raises ``BrokerStartupError``
+naming the setting to change.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ import attrs
 
 from broker.errors import BrokerStartupError
 from quorum.config import Endpoint, SecurityProtocol, ServerConfig
-from quorum.log import LogConfig
-from quorum.raft import RaftConfig
-from quorum.raft.config import MAX_BATCH_SIZE_BYTES
+from quorum.node.settings import (
+    RaftNodeSettings,
+    metadata_log_config,
+    metadata_raft_config,
+    reconnect_backoff_max_ms,
+)
 from quorum.storage import METADATA_PARTITION_DIR
 
 __all__ = [
@@ -40,9 +45,6 @@ SECURITY_PROTOCOL_CODES: Final[Mapping[SecurityProtocol, int]] = {
     SecurityProtocol.SASL_PLAINTEXT: 2,
     SecurityProtocol.SASL_SSL: 3,
 }
-# room above the 8 MiB batch limit for one oversized record and batch framing (as controllers)
-_METADATA_MAX_MESSAGE_BYTES: Final = MAX_BATCH_SIZE_BYTES + 1024 * 1024
-_RECONNECT_BACKOFF_MAX_MS: Final = 1000
 # an advertised listener without a host (bind every interface) is advertised as this
 _DEFAULT_ADVERTISED_HOST: Final = "localhost"
 
@@ -62,11 +64,7 @@ class BrokerListener:
 
 
 @attrs.frozen(kw_only=True)
-class BrokerSettings:
-    node_id: int
-    cluster_id: str
-    # voter id -> (host, port) of its controller listener
-    voters: Mapping[int, tuple[str, int]]
+class BrokerSettings(RaftNodeSettings):
     controller_listener_name: str
     # the listener this process serves (the first broker listener of ``listeners``)
     listener_name: str
@@ -78,13 +76,6 @@ class BrokerSettings:
     heartbeat_interval_ms: int
     session_timeout_ms: int
     initial_registration_timeout_ms: int
-    metadata_partition_dir: Path
-    raft: RaftConfig
-    log: LogConfig
-    max_request_bytes: int
-    # the broker writes its own metadata snapshot after this many bytes of replayed log
-    snapshot_max_bytes: int = 20 * 1024 * 1024
-    reconnect_backoff_max_ms: int = _RECONNECT_BACKOFF_MAX_MS
 
     @property
     def served_listener(self) -> BrokerListener:
@@ -126,14 +117,11 @@ def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
         session_timeout_ms=config.broker_session_timeout_ms,
         initial_registration_timeout_ms=config.initial_broker_registration_timeout_ms,
         metadata_partition_dir=Path(config.metadata_log_dir) / METADATA_PARTITION_DIR,
-        raft=_raft_config(config),
-        log=LogConfig(
-            segment_bytes=config.metadata_log_segment_bytes,
-            max_message_bytes=_METADATA_MAX_MESSAGE_BYTES,
-        ),
+        raft=metadata_raft_config(config),
+        log=metadata_log_config(config),
         max_request_bytes=config.socket_request_max_bytes,
         snapshot_max_bytes=config.metadata_snapshot_max_bytes,
-        reconnect_backoff_max_ms=max(_RECONNECT_BACKOFF_MAX_MS, config.quorum_retry_backoff_ms),
+        reconnect_backoff_max_ms=reconnect_backoff_max_ms(config),
     )
 
 
@@ -176,14 +164,3 @@ def _advertised(config: ServerConfig, bound: Endpoint) -> tuple[BrokerListener, 
         )
     return tuple(result)
 
-
-def _raft_config(config: ServerConfig) -> RaftConfig:
-    return RaftConfig(
-        election_timeout_ms=config.quorum_election_timeout_ms,
-        fetch_timeout_ms=config.quorum_fetch_timeout_ms,
-        election_backoff_max_ms=config.quorum_election_backoff_max_ms,
-        request_timeout_ms=config.quorum_request_timeout_ms,
-        retry_backoff_ms=config.quorum_retry_backoff_ms,
-        append_linger_ms=config.quorum_append_linger_ms,
-        metadata_max_retention_bytes=config.metadata_max_retention_bytes,
-    )

@@ -1,31 +1,90 @@
-"""The controller listener: one task pair (reader, writer) per accepted connection.
+"""A node's listeners: one task pair (reader, writer) per accepted connection.
 
 The reader splits the byte stream into frames (``socket.request.max.bytes``
-bounds a frame) and routes each request; the writer sends answers in
-request order (``quorum.node.connection``). A frame that is oversized or
-does not decode, or a request this listener does not serve, closes that
-connection with a log line; the node keeps serving everyone else.
+bounds a frame) and hands each to the listener's ``Router`` (the controller's
+or the broker's); the writer sends answers in request order
+(``quorum.node.connection``). A frame that is oversized or does not decode,
+or a request this listener does not serve, closes that connection with a log
+line; the node keeps serving everyone else. ``bind_listener`` binds first
+(a broker serves only once unfenced) and names the listener in its error;
+``serve_listener`` starts accepting.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Final
+from functools import partial
+from typing import Final, Protocol
 
+import attrs
 import trio
 
 from quorum.node.connection import ServerConnection
-from quorum.node.router import RequestRouter
+from quorum.node.errors import NodeStartupError
 from quorum.wire.errors import WireError
 from quorum.wire.framing import FrameDecoder
 
-__all__ = ["serve_connection"]
+__all__ = [
+    "NodeAddress",
+    "Router",
+    "bind_listener",
+    "bound_port",
+    "serve_connection",
+    "serve_listener",
+]
 
 logger = logging.getLogger(__name__)
 
 _RECEIVE_BYTES: Final = 256 * 1024
 _STREAM_ERRORS: Final = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+@attrs.frozen
+class NodeAddress:
+    """Where a listener is reachable (the bound port if 0 was asked)."""
+
+    listener_name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.listener_name}://{self.host}:{self.port}"
+
+
+class Router(Protocol):
+    async def dispatch(self, conn: ServerConnection, frame: bytes | memoryview) -> None:
+        """Answer or route one request frame; raises WireDecodeError to close the connection."""
+        ...
+
+
+async def bind_listener(
+    listener_name: str, host: str | None, port: int
+) -> list[trio.SocketListener]:
+    """Bind (not serve yet); raises NodeStartupError naming the address and the listener."""
+    try:
+        return await trio.open_tcp_listeners(port, host=host)
+    except OSError as exc:
+        raise NodeStartupError(
+            f"cannot listen on {host or '*'}:{port} ({listener_name}): {exc}"
+        ) from exc
+
+
+def bound_port(listeners: list[trio.SocketListener]) -> int:
+    """The port the listeners were bound to (the one the OS picked if 0 was asked)."""
+    return int(listeners[0].socket.getsockname()[1])
+
+
+async def serve_listener(
+    nursery: trio.Nursery,
+    listeners: list[trio.SocketListener],
+    router: Router,
+    *,
+    max_frame_bytes: int,
+) -> None:
+    """Accept connections on ``listeners`` in ``nursery`` until it is cancelled."""
+    handler = partial(serve_connection, router=router, max_frame_bytes=max_frame_bytes)
+    await nursery.start(trio.serve_listeners, handler, listeners)
 
 
 def _peer_name(stream: trio.abc.Stream) -> str:
@@ -39,7 +98,7 @@ def _peer_name(stream: trio.abc.Stream) -> str:
 
 
 async def serve_connection(
-    stream: trio.abc.Stream, router: RequestRouter, *, max_frame_bytes: int
+    stream: trio.abc.Stream, router: Router, *, max_frame_bytes: int
 ) -> None:
     """Serve one client until it leaves or breaks the protocol; never raises for either."""
     conn = ServerConnection(_peer_name(stream))
@@ -56,7 +115,7 @@ async def serve_connection(
 async def _read(
     conn: ServerConnection,
     stream: trio.abc.ReceiveStream,
-    router: RequestRouter,
+    router: Router,
     max_frame_bytes: int,
 ) -> None:
     decoder = FrameDecoder(max_frame_bytes)

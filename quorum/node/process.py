@@ -1,8 +1,12 @@
 """Running a node as an OS process: stderr logging, signals, one ``trio.run``.
 
-SIGTERM or SIGINT asks the node to stop in order (a leader hands over with
-EndQuorumEpoch first); a second signal stops it at once. ``on_ready`` is
-called with the listener's address once the node serves requests.
+For every kind of node (a controller, a broker, a combined node): SIGTERM or
+SIGINT asks the node to stop in order (a leader hands over with
+EndQuorumEpoch first, a broker asks for a controlled shutdown; ``stop_text``
+says which in the log); a second signal stops it at once. ``on_ready`` is
+called with the address ``run`` reports once the node serves requests,
+unless a stop was asked meanwhile; launchers wait for the ready line on
+stdout.
 """
 
 from __future__ import annotations
@@ -11,12 +15,20 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from functools import partial
+from typing import Protocol
 
 import trio
 
-from quorum.node.node import ControllerNode, NodeAddress
+from quorum.node.node import NodeAddress
 
-__all__ = ["configure_logging", "ready_line", "run_node_process", "serve_until_signalled"]
+__all__ = [
+    "RunnableNode",
+    "configure_logging",
+    "ready_line",
+    "run_node_process",
+    "serve_until_signalled",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -31,13 +43,27 @@ def configure_logging(node_id: int, level: str = "INFO") -> None:
     )
 
 
-def ready_line(node_id: int, address: NodeAddress) -> str:
-    """What a launcher waits for on stdout."""
-    return f"pykraft node {node_id} ready: {address}"
+class RunnableNode(Protocol):
+    @property
+    def stopping(self) -> bool: ...
+
+    def stop(self) -> None:
+        """Ask for an orderly stop (safe from any task, more than once)."""
+        ...
+
+    async def run(self, *, task_status: trio.TaskStatus[NodeAddress] = ...) -> None: ...
+
+
+def ready_line(node_id: int, address: NodeAddress, *, kind: str = "node") -> str:
+    """What a launcher waits for on stdout (``kind``: node for a controller, or broker)."""
+    return f"pykraft {kind} {node_id} ready: {address}"
 
 
 async def serve_until_signalled(
-    node: ControllerNode, on_ready: Callable[[NodeAddress], None]
+    node: RunnableNode,
+    on_ready: Callable[[NodeAddress], None],
+    *,
+    stop_text: str = "shutting down",
 ) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
@@ -54,18 +80,24 @@ async def serve_until_signalled(
                         logger.warning("second signal: stopping at once")
                         nursery.cancel_scope.cancel()
                         return
-                    logger.info("%s: shutting down", signal.Signals(signum).name)
+                    logger.info("%s: %s", signal.Signals(signum).name, stop_text)
                     node.stop()
 
             nursery.start_soon(watch)
             address = await nursery.start(run_then_stop_watching)
-            on_ready(address)
+            if not node.stopping:
+                on_ready(address)
 
 
-def run_node_process(node: ControllerNode, on_ready: Callable[[NodeAddress], None]) -> None:
+def run_node_process(
+    node: RunnableNode,
+    on_ready: Callable[[NodeAddress], None],
+    *,
+    stop_text: str = "shutting down",
+) -> None:
     """``trio.run`` the node until a signal; a start-up failure raises as itself."""
     try:
-        trio.run(serve_until_signalled, node, on_ready)
+        trio.run(partial(serve_until_signalled, node, on_ready, stop_text=stop_text))
     except BaseExceptionGroup as group:
         raise _single(group) from None
 

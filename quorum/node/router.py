@@ -1,12 +1,14 @@
 """Decoded requests of the controller listener: answered here or sent to the core.
 
-ApiVersions and DescribeCluster are answered at once from what the node
-knows; the Raft RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
+ApiVersions, PykraftDescribeImage (``quorum.node.local_answers``, shared with
+the broker listener) and DescribeCluster are answered at once from what the
+node knows; the Raft RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
 DescribeQuorum) go to the task that owns the Raft core, PykraftAppend as an
-``Append``, the metadata requests (CreateTopics, BrokerRegistration, ...) as a
-``ControllerCall`` for the controller state machine in that task. The listener advertises only what it serves: the
-intersection of ``CONTROLLER_LISTENER_VERSIONS`` with this table. A request
-for anything else closes the connection, as Kafka does.
+``Append``, the metadata requests (CreateTopics, BrokerRegistration, ...) as
+a ``ControllerCall`` for the controller state machine in that task. The
+listener advertises only what it serves: the intersection of
+``CONTROLLER_LISTENER_VERSIONS`` with this table. A request for anything
+else closes the connection, as Kafka does.
 """
 
 from __future__ import annotations
@@ -14,19 +16,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from quorum.controller.digest import build_describe_image_response
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage
 from quorum.node.connection import ResponseSlot, ServerConnection
 from quorum.node.inputs import Append, AppendOutcome, ControllerCall, Input, append_problem
+from quorum.node.local_answers import ListenerApis, ListenerRouter
 from quorum.node.settings import NodeSettings
 from quorum.raft import InboundRequest
 from quorum.wire.apis import CONTROLLER_LISTENER_VERSIONS
 from quorum.wire.error_codes import Errors
 from quorum.wire.errors import WireDecodeError
 from quorum.wire.messages import (
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    ApiVersionsResponseApiVersion,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeClusterResponseBroker,
@@ -34,11 +33,8 @@ from quorum.wire.messages import (
     PykraftAppendResponse,
 )
 from quorum.wire.messages.pykraft_append import PYKRAFT_APPEND_KEY
-from quorum.wire.messages.pykraft_describe_image import (
-    PYKRAFT_DESCRIBE_IMAGE_KEY,
-    PykraftDescribeImageRequest,
-)
-from quorum.wire.protocol import API_VERSIONS_KEY, UnsupportedRequestError, decode_request
+from quorum.wire.messages.pykraft_describe_image import PYKRAFT_DESCRIBE_IMAGE_KEY
+from quorum.wire.protocol import API_VERSIONS_KEY, RequestHeader
 
 __all__ = [
     "CONTROLLER_APIS",
@@ -88,7 +84,7 @@ class SlotAppendReply:
         )
 
 
-class RequestRouter:
+class RequestRouter(ListenerRouter):
     def __init__(
         self,
         *,
@@ -98,38 +94,19 @@ class RequestRouter:
         with_controller: bool = True,
         image: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE,
     ) -> None:
+        super().__init__(
+            ListenerApis(
+                controller_listener_table(with_controller=with_controller),
+                where="the controller listener",
+                rejected=RequestRejected,
+            )
+        )
         self._settings = settings
         self._image = image
         self._leader_id = leader_id
         self._submit = submit
-        self.table = controller_listener_table(with_controller=with_controller)
-        self._api_versions = tuple(
-            ApiVersionsResponseApiVersion(api_key=k, min_version=lo, max_version=hi)
-            for k, (lo, hi) in sorted(self.table.items())
-        )
 
-    async def dispatch(self, conn: ServerConnection, frame: bytes | memoryview) -> None:
-        """Route one request frame; raises WireDecodeError to close the connection."""
-        try:
-            header, message = decode_request(frame)
-        except UnsupportedRequestError as exc:
-            if exc.header.api_key != API_VERSIONS_KEY:
-                raise
-            # a version we do not know: answer in v0 with our table (KIP-511)
-            slot = conn.new_slot(exc.header)
-            slot.version = 0
-            slot.complete(
-                ApiVersionsResponse(
-                    error_code=Errors.UNSUPPORTED_VERSION, api_keys=self._api_versions
-                )
-            )
-            return
-        low_high = self.table.get(header.api_key)
-        if low_high is None or not low_high[0] <= header.api_version <= low_high[1]:
-            raise RequestRejected(
-                f"api key {header.api_key} v{header.api_version} is not served on the "
-                f"controller listener"
-            )
+    async def route(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
         slot = conn.new_slot(header)
         if header.api_key in _CORE_APIS:
             await self._submit(InboundRequest(slot, message))
@@ -149,12 +126,11 @@ class RequestRouter:
         await self._submit(Append(message.records, reply))
 
     def _answer_locally(self, version: int, message: Any) -> Any:
-        if isinstance(message, ApiVersionsRequest):
-            return ApiVersionsResponse(api_keys=self._api_versions)
-        if isinstance(message, PykraftDescribeImageRequest):
-            return build_describe_image_response(
-                self._image(), node_id=self._settings.node_id, include_image=message.include_image
-            )
+        common = self.apis.answer_common(
+            message, node_id=self._settings.node_id, image=self._image
+        )
+        if common is not None:
+            return common
         assert isinstance(message, DescribeClusterRequest)
         return self._describe_cluster(version, message)
 

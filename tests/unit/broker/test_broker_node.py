@@ -21,11 +21,12 @@ from broker import (
 )
 from broker.process import ready_line
 from quorum.client import TrioKafkaConnection
-from quorum.config import ServerConfig, load_server_config, server_config_from_properties
+from quorum.config import ServerConfig
+from quorum.config.values import HostPort
 from quorum.controller.digest import image_digest
 from quorum.controller.image import MetadataImage
+from quorum.controller_client import ControllerChannel
 from quorum.node import ControllerNode, NodeAddress
-from quorum.storage import format_storage
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     CreateTopicsRequest,
@@ -36,7 +37,14 @@ from quorum.wire.messages import (
     PykraftDescribeImageRequest,
 )
 
-from ..node.nodes import CLUSTER_ID, FAST, controller_config, free_ports, wait_for_leader
+from ..node.nodes import (
+    CLUSTER_ID,
+    FAST,
+    controller_config,
+    free_ports,
+    wait_for_leader,
+    write_server_config,
+)
 
 BROKER_ID = 100
 # brokers heartbeat often and are fenced soon, so the test is quick
@@ -48,22 +56,12 @@ def broker_config(
     root: Path, controller_ports: list[int], broker_port: int, *, cluster_id: str = CLUSTER_ID,
     extra: dict[str, str] | None = None,
 ) -> ServerConfig:
-    voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(controller_ports))
-    base = root / f"broker-{BROKER_ID}"
-    base.mkdir(parents=True, exist_ok=True)
-    path = base / "broker.properties"
-    path.write_text(
-        "process.roles=broker\n"
-        f"node.id={BROKER_ID}\n"
-        f"controller.quorum.voters={voters}\n"
-        f"listeners=PLAINTEXT://127.0.0.1:{broker_port}\n"
-        "controller.listener.names=CONTROLLER\n"
-        f"log.dirs={base}/logs\n"
-        f"metadata.log.dir={base}/metadata\n"
+    return write_server_config(
+        root / f"broker-{BROKER_ID}", roles="broker", node_id=BROKER_ID,
+        voters=",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(controller_ports)),
+        listeners=f"PLAINTEXT://127.0.0.1:{broker_port}",
+        overrides={**FAST, **LIVENESS, **(extra or {})}, format_as=cluster_id,
     )
-    config = load_server_config(path, overrides={**FAST, **LIVENESS, **(extra or {})})
-    format_storage(config, cluster_id)
-    return config
 
 
 async def controller_image_until(
@@ -261,16 +259,66 @@ async def test_a_restarted_broker_is_a_new_incarnation_and_starts_from_its_snaps
     assert again.machine.image_offset >= first.machine.image_offset
 
 
-def test_a_combined_node_is_refused_with_what_to_do_instead() -> None:
-    config = server_config_from_properties({
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": "1@127.0.0.1:9093",
-        "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
-        "controller.listener.names": "CONTROLLER",
-    })
-    with pytest.raises(BrokerStartupError, match="combined nodes are not supported yet"):
-        BrokerNode.from_config(config)
+def combined_config(root: Path, controller_port: int, broker_port: int) -> ServerConfig:
+    """A formatted single-node cluster: node 1 is the only voter and a broker."""
+    return write_server_config(
+        root / "combined-1", roles="broker,controller", node_id=1,
+        voters=f"1@127.0.0.1:{controller_port}",
+        listeners=f"PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}",
+        overrides={**FAST, **LIVENESS},
+    )
+
+
+async def test_a_combined_node_registers_its_own_broker_and_leads_a_topic_it_creates(
+    tmp_path: Path,
+) -> None:
+    controller_port, broker_port = free_ports(2)
+    node = BrokerNode.from_config(combined_config(tmp_path, controller_port, broker_port), seed=1)
+    assert node.is_combined
+    with trio.fail_after(DEADLINE_S):
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(node.run)
+            assert str(address) == f"PLAINTEXT://127.0.0.1:{broker_port}"
+            assert str(node.controller_address) == f"CONTROLLER://127.0.0.1:{controller_port}"
+            assert node.state is BrokerState.RUNNING and node.leader_id == 1
+            assert node.driver.core.is_voter
+            machine = node.controller_machine
+            assert machine is not None
+            registered = await _until(node, lambda: machine.controller.committed, unfenced(1))
+            assert registered.brokers[1].epoch == node.broker_epoch
+            bootstrap = [HostPort("127.0.0.1", controller_port)]
+            async with ControllerChannel(bootstrap) as channel:
+                answer = await channel.call(
+                    CreateTopicsRequest(
+                        topics=(CreateTopicsRequestTopic(name="solo", num_partitions=2,
+                                                         replication_factor=1),)
+                    )
+                )
+            assert [t.error_code for t in answer.topics] == [Errors.NONE]
+            image = await _until(node, lambda: node.image, lambda i: len(i.partitions_led_by(1)) == 2)
+            assert [(t.name, i) for t, i in image.partitions_led_by(1)] == [("solo", 0), ("solo", 1)]
+            manager = node.replica_manager
+            assert isinstance(manager, RecordingReplicaManager)
+            roles = sorted((a.topic, a.partition, a.role) for a in manager.table.values())
+            assert roles == [("solo", i, PartitionRole.LEADER) for i in range(2)]
+            # one log, two machines fed by the same Ready: the same image at the same offset
+            committed = machine.controller.committed
+            assert committed.provenance.offset == node.machine.image_offset
+            assert image_digest(committed) == image_digest(node.image)
+            node.stop()
+    assert node.state is BrokerState.SHUTTING_DOWN
+
+
+async def _until(
+    node: BrokerNode,
+    current: Callable[[], MetadataImage],
+    predicate: Callable[[MetadataImage], bool],
+) -> MetadataImage:
+    """``current()`` once ``predicate`` holds, looking again after each Ready of the node's
+    core (both machines move only then; bounded by the caller's deadline)."""
+    while not predicate(image := current()):
+        await node.driver.changed.wait()
+    return image
 
 
 def test_the_ready_line_names_the_broker_and_its_listener() -> None:

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from broker import BrokerListener, BrokerStartupError, broker_settings
-from quorum.config import ServerConfig, server_config_from_properties, structure_settings
+from quorum.config import (
+    ServerConfig,
+    load_server_config,
+    server_config_from_properties,
+    structure_settings,
+)
+from quorum.node import node_settings
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 BROKER = {
@@ -101,3 +107,17 @@ def test_a_served_listener_that_is_not_advertised_is_refused() -> None:
     properties = {**BROKER, "advertised.listeners": "EXTERNAL://b4.example:19092"}
     with pytest.raises(BrokerStartupError, match="does not name the broker listener PLAINTEXT"):
         broker_settings(unchecked(properties), CLUSTER_ID)
+
+
+def test_the_sample_combined_node_maps_both_parts_onto_one_metadata_log() -> None:
+    sample = Path(__file__).parents[3] / "deploy" / "config" / "combined.properties"
+    combined = load_server_config(sample)
+    broker = broker_settings(combined, CLUSTER_ID)
+    controller = node_settings(combined, CLUSTER_ID)
+    assert str(broker.served_listener) == "PLAINTEXT://localhost:9092"
+    assert (controller.listener_name, controller.bind_port) == ("CONTROLLER", 9093)
+    assert broker.voters == controller.voters == {1: ("localhost", 9093)}
+    # the parts every metadata node shares are mapped the same way for both
+    shared = ("node_id", "metadata_partition_dir", "raft", "log", "snapshot_max_bytes",
+              "reconnect_backoff_max_ms", "max_request_bytes")
+    assert [getattr(broker, f) for f in shared] == [getattr(controller, f) for f in shared]

@@ -21,6 +21,7 @@ __all__ = [
     "free_ports",
     "start_nodes",
     "wait_for_leader",
+    "write_server_config",
 ]
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
@@ -45,28 +46,39 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def write_server_config(
+    base: Path, *, roles: str, node_id: int, voters: str, listeners: str,
+    overrides: dict[str, str], format_as: str | None = CLUSTER_ID,
+) -> ServerConfig:
+    """Write a node's properties in ``base`` (its directories too) and format its storage."""
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / "server.properties"
+    path.write_text(
+        f"process.roles={roles}\n"
+        f"node.id={node_id}\n"
+        f"controller.quorum.voters={voters}\n"
+        f"listeners={listeners}\n"
+        "controller.listener.names=CONTROLLER\n"
+        f"log.dirs={base}/logs\n"
+        f"metadata.log.dir={base}/metadata\n"
+    )
+    config = load_server_config(path, overrides=overrides)
+    if format_as is not None:
+        format_storage(config, format_as)
+    return config
+
+
 def controller_config(
     root: Path, node_id: int, ports: Sequence[int], *, format_as: str | None = CLUSTER_ID,
     extra: dict[str, str] | None = None,
 ) -> ServerConfig:
     """Write node ``node_id``'s properties under ``root`` and format its storage."""
-    voters = ",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(ports))
-    base = root / f"node-{node_id}"
-    base.mkdir(parents=True, exist_ok=True)
-    path = base / "controller.properties"
-    path.write_text(
-        "process.roles=controller\n"
-        f"node.id={node_id}\n"
-        f"controller.quorum.voters={voters}\n"
-        f"listeners=CONTROLLER://127.0.0.1:{ports[node_id - 1]}\n"
-        "controller.listener.names=CONTROLLER\n"
-        f"log.dirs={base}/logs\n"
-        f"metadata.log.dir={base}/metadata\n"
+    return write_server_config(
+        root / f"node-{node_id}", roles="controller", node_id=node_id,
+        voters=",".join(f"{i + 1}@127.0.0.1:{port}" for i, port in enumerate(ports)),
+        listeners=f"CONTROLLER://127.0.0.1:{ports[node_id - 1]}",
+        overrides={**FAST, **(extra or {})}, format_as=format_as,
     )
-    config = load_server_config(path, overrides={**FAST, **(extra or {})})
-    if format_as is not None:
-        format_storage(config, format_as)
-    return config
 
 
 async def start_nodes(

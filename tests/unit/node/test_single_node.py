@@ -13,8 +13,9 @@ import attrs
 import pytest
 import trio
 
+from quorum.config import server_config_from_properties
 from quorum.log import FileLog
-from quorum.node import AppendError, ControllerNode, QuorumStateError
+from quorum.node import AppendError, ControllerNode, NodeStartupError, QuorumStateError
 from quorum.raft import adapters
 from quorum.raft.rpc import BeginEpochAsk, FetchAsk
 from quorum.storage import (
@@ -229,6 +230,18 @@ def test_directories_of_two_clusters_are_refused(tmp_path: Path) -> None:
     assert meta is not None
     write_meta_properties(meta_dir, attrs.evolve(meta, cluster_id="AAAAAAAAAAAAAAAAAAAAAB"))
     with pytest.raises(StorageError, match=r"Invalid cluster\.id"):
+        ControllerNode.from_config(config)
+
+
+def test_a_combined_config_is_refused_by_the_controller_node_with_where_it_runs() -> None:
+    config = server_config_from_properties({
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": "1@127.0.0.1:9093",
+        "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+        "controller.listener.names": "CONTROLLER",
+    })
+    with pytest.raises(NodeStartupError, match=r"process\.roles=broker,controller: .* broker node"):
         ControllerNode.from_config(config)
 
 

@@ -1,0 +1,113 @@
+"""What every listener does the same way: its version table, KIP-511, and the local answers.
+
+A listener advertises exactly the versions it decodes and serves (its
+table). ``ListenerApis.decode`` turns a frame into a request this listener
+serves, answers an ApiVersions request at a version we do not know in v0
+with the table (KIP-511: the client then retries at a version we do know),
+and raises the listener's ``rejected`` error (the connection is closed, as
+Kafka does) for anything the table does not hold. ApiVersions and
+PykraftDescribeImage (the image's offset and digest, so tests and tools can
+compare nodes) are answered the same way on every listener.
+``ListenerRouter`` is the ``Router`` both listeners build on: it decodes
+with its ``ListenerApis`` and hands each served request to ``route``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from quorum.controller.digest import build_describe_image_response
+from quorum.controller.image import MetadataImage
+from quorum.node.connection import ServerConnection
+from quorum.wire.error_codes import Errors
+from quorum.wire.errors import WireDecodeError
+from quorum.wire.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ApiVersionsResponseApiVersion,
+    PykraftDescribeImageRequest,
+)
+from quorum.wire.protocol import (
+    API_VERSIONS_KEY,
+    RequestHeader,
+    UnsupportedRequestError,
+    decode_request,
+)
+
+__all__ = ["ListenerApis", "ListenerRouter"]
+
+
+class ListenerApis:
+    """One listener's table of (api key -> lowest, highest version) and the answers it implies."""
+
+    def __init__(
+        self,
+        table: Mapping[int, tuple[int, int]],
+        *,
+        where: str,
+        rejected: type[WireDecodeError],
+    ) -> None:
+        self.table = dict(table)
+        self._where = where  # "the controller listener": named when a request is refused
+        self._rejected = rejected
+        self._entries = tuple(
+            ApiVersionsResponseApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(self.table.items())
+        )
+
+    def decode(
+        self, conn: ServerConnection, frame: bytes | memoryview
+    ) -> tuple[RequestHeader, Any] | None:
+        """The served request in ``frame``, or None once it was answered here (KIP-511).
+
+        Raises ``rejected`` (a WireDecodeError) for a request the table does not hold.
+        """
+        try:
+            header, message = decode_request(frame)
+        except UnsupportedRequestError as exc:
+            if exc.header.api_key != API_VERSIONS_KEY:
+                raise
+            # a version we do not know: answer in v0 with our table (KIP-511)
+            slot = conn.new_slot(exc.header)
+            slot.version = 0
+            slot.complete(
+                ApiVersionsResponse(error_code=Errors.UNSUPPORTED_VERSION, api_keys=self._entries)
+            )
+            return None
+        low_high = self.table.get(header.api_key)
+        if low_high is None or not low_high[0] <= header.api_version <= low_high[1]:
+            raise self._rejected(
+                f"api key {header.api_key} v{header.api_version} is not served on {self._where}"
+            )
+        return header, message
+
+    def answer_common(
+        self, message: Any, *, node_id: int, image: Callable[[], MetadataImage]
+    ) -> Any | None:
+        """The answer to ApiVersions or PykraftDescribeImage; None for any other request."""
+        if isinstance(message, ApiVersionsRequest):
+            return ApiVersionsResponse(api_keys=self._entries)
+        if isinstance(message, PykraftDescribeImageRequest):
+            return build_describe_image_response(
+                image(), node_id=node_id, include_image=message.include_image
+            )
+        return None
+
+
+class ListenerRouter:
+    """Decodes frames with ``apis``; a subclass answers or forwards what it serves in ``route``."""
+
+    def __init__(self, apis: ListenerApis) -> None:
+        self.apis = apis
+        self.table = apis.table
+
+    async def dispatch(self, conn: ServerConnection, frame: bytes | memoryview) -> None:
+        """Route one request frame; raises WireDecodeError to close the connection."""
+        decoded = self.apis.decode(conn, frame)
+        if decoded is not None:
+            header, message = decoded
+            await self.route(conn, header, message)
+
+    async def route(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
+        raise NotImplementedError
