@@ -9,8 +9,10 @@ from __future__ import annotations
 import click
 
 from cli.dev import dev
+from cli.leader_election import leader_election
 from cli.metadata_quorum import metadata_quorum
 from cli.metadata_tools import dump_log, metadata_shell
+from cli.reassign_partitions import reassign_partitions
 from cli.server import server_start
 from cli.storage import storage
 from cli.topics import topics
@@ -31,6 +33,8 @@ kraft.add_command(dev)
 kraft.add_command(dump_log)
 kraft.add_command(metadata_shell)
 kraft.add_command(topics)
+kraft.add_command(reassign_partitions)
+kraft.add_command(leader_election)
 
 
 def main() -> None:

@@ -1,0 +1,358 @@
+"""The controller with 10,000 partitions: commit, snapshot, broker catch-up, failover.
+
+Run ``python -m bench.bench_controller [--runs 3] [--partitions 10000]
+[--failover-rounds 5] [--skip-cleaner] [--skip-layouts]``.
+
+Every cluster is real processes on loopback (``deploy.LocalCluster``), fsync
+on, the test profile; 3 controllers and 3 running brokers, plus spare brokers
+formatted with the others but started only to time a catch-up. Per run:
+
+* snapshot cluster (every node snapshots after 4 KiB of records; the log
+  cleaner keeps only the latest snapshot): one CreateTopics of one topic of
+  ``--partitions`` partitions at RF 3, timed as below; the size of each node's
+  snapshot and metadata log after it; a spare broker started from empty,
+  which downloads the snapshot (Kafka's rule: a fetch from offset 0 is
+  answered with the latest snapshot) though the log still starts at 0. Then
+  a second snapshot, and the wait for the active controller's cleaner (every
+  60 s from the node's start; no setting maps it) to move the log start past
+  0, after which a second spare broker starts from empty.
+* while that cluster idles until its cleaner runs: a log cluster (no node
+  reaches Kafka's 20 MiB between snapshots) where the same CreateTopics is
+  timed: seconds until the answer (the controller answers after the commit)
+  and until every node reported an image at the committed offset (digests
+  then checked equal); a spare broker started from empty replays the log
+  from offset 0; then ``--failover-rounds`` times kill -9 of the active
+  controller, seconds until a one-partition CreateTopics succeeds through
+  the survivors (restart and catch-up between rounds). Then two side
+  clusters: 100 topics of ``partitions / 100`` in one request, and in 100
+  requests one after the other.
+
+A catch-up is timed from the broker's process start until the cluster lists
+it unfenced (Metadata at a running broker) and until it reported an image at
+the active controller's committed offset. Rows are the median [min-max] over
+runs; failover pools every round of every run (median, max).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Final
+
+from bench.controller_probes import (
+    FAST_RETRY,
+    WAIT_S,
+    create_topics,
+    leader_high_watermark,
+    metadata_files,
+    start_nodes,
+    unfenced_brokers,
+    wait_agreed,
+    wait_reached,
+    wait_until,
+)
+from deploy import ClusterSpec, LocalCluster
+
+__all__ = ["main"]
+
+PROPERTIES: Final = {
+    # a snapshot right after a creation of 100 partitions or more (Kafka's default:
+    # every 20 MiB)
+    "metadata.log.max.record.bytes.between.snapshots": "4096",
+    # the cleaner keeps only the latest snapshot and the log after it
+    "metadata.max.retention.bytes": "1",
+}
+# two spare brokers: one started while the log starts at 0, one after the cleaner moved it
+SNAPSHOT_SPEC: Final = ClusterSpec(controllers=3, brokers=5, properties=PROPERTIES)
+# Kafka's snapshot interval (20 MiB of records): no snapshot during the bench
+LOG_SPEC: Final = ClusterSpec(controllers=3, brokers=4)
+SIDE_SPEC: Final = ClusterSpec(controllers=3, brokers=3)
+RUNNING_BROKERS: Final = 3
+# Kafka's raft client cleans every 60 s after the node started; a margin for a slow start
+CLEANER_WAIT_S: Final = 150.0
+Requests = list[list[tuple[str, int]]]
+
+
+# -- phases ----------------------------------------------------------------------------------
+
+
+def measure_creation(cluster: LocalCluster, requests: Requests,
+                     nodes: Sequence[int]) -> dict[str, float]:
+    start = time.perf_counter()
+    create_topics(cluster, requests)
+    committed = time.perf_counter()
+    target = leader_high_watermark(cluster)
+    assert target is not None
+    reached = wait_reached(cluster, nodes, target)
+    wait_agreed(cluster, nodes)
+    return {"commit": committed - start, "agree": reached - start}
+
+
+def measure_snapshots(cluster: LocalCluster, nodes: Sequence[int],
+                      min_offset: int) -> dict[str, float]:
+    """Sizes once every node holds a snapshot at or after ``min_offset``."""
+    def taken() -> bool:
+        latest = [metadata_files(cluster, n).latest_snapshot for n in nodes]
+        return all(s is not None and s[0][0] >= min_offset for s in latest)
+
+    wait_until(taken, WAIT_S, f"snapshots at or after offset {min_offset}")
+    files = {n: metadata_files(cluster, n) for n in nodes}
+    sizes = {n: f.latest_snapshot[1] for n, f in files.items() if f.latest_snapshot}
+    return {
+        "snapshot_controller": statistics.median(sizes[n] for n in cluster.node_ids),
+        "snapshot_broker": statistics.median(s for n, s in sizes.items()
+                                             if n in cluster.broker_ids),
+        "log_bytes": statistics.median(files[n].log_bytes for n in cluster.node_ids),
+    }
+
+
+def measure_catch_up(cluster: LocalCluster, broker: int, via: int) -> dict[str, float]:
+    """A broker started from empty: seconds to unfenced and to the controllers' image
+    (the committed offset once it is unfenced, which includes its own records)."""
+    start = time.perf_counter()
+    cluster.start_node(broker, wait=False)
+    unfenced = wait_until(lambda: broker in (unfenced_brokers(cluster, via) or set()),
+                          WAIT_S, f"broker {broker} unfenced")
+    target = leader_high_watermark(cluster)
+    assert target is not None
+    reached = wait_reached(cluster, [broker], target)
+    wait_agreed(cluster, [cluster.leader(), broker])
+    return {"unfenced": unfenced - start, "agree": reached - start}
+
+
+def second_snapshot(cluster: LocalCluster) -> None:
+    """Pad topics until every controller holds two snapshots (the cleaner keeps the
+    latest, so the log start can move only once there is a second)."""
+    def two() -> bool:
+        return all(len(metadata_files(cluster, n).snapshots) >= 2 for n in cluster.node_ids)
+
+    for i in range(5):
+        if two():
+            return
+        # 100 partitions: more than the 4 KiB between snapshots
+        create_topics(cluster, [[(f"pad-{i}", 100)]])
+        try:
+            wait_until(two, 5.0, "a second snapshot on every controller")
+        except TimeoutError:
+            continue
+    if not two():
+        raise RuntimeError("the controllers wrote no second snapshot after 5 pad topics")
+
+
+def wait_log_start_moved(cluster: LocalCluster) -> None:
+    """Until the active controller's metadata log starts past offset 0."""
+    wait_until(lambda: metadata_files(cluster, cluster.leader()).log_start_offset > 0,
+               CLEANER_WAIT_S, "the log cleaner to move the log start", poll_s=0.2)
+
+
+def failover_rounds(cluster: LocalCluster, rounds: int, run: int) -> list[float]:
+    """Seconds from kill -9 of the active controller to the next successful CreateTopics."""
+    times = []
+    for i in range(rounds):
+        leader = cluster.wait_caught_up(timeout=WAIT_S).leader_id
+        survivors = [n for n in cluster.node_ids if n != leader]
+        start = time.perf_counter()
+        # os.kill, not cluster.kill: reaping the process would sit inside the timing
+        os.kill(cluster.pid(leader), signal.SIGKILL)
+        create_topics(cluster, [[(f"failover-{run}-{i}", 1)]], bootstrap=survivors,
+                      settings=FAST_RETRY)
+        times.append(time.perf_counter() - start)
+        cluster.wait_exit(leader, timeout=20)
+        cluster.start_node(leader)
+        cluster.wait_caught_up(timeout=WAIT_S)
+        wait_agreed(cluster, cluster.node_ids)
+    return times
+
+
+@contextmanager
+def running(base: Path, spec: ClusterSpec) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(base, spec)
+    try:
+        cluster.prepare()
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def measure_layouts(base: Path, partitions: int) -> dict[str, float]:
+    """The same partitions as 100 topics, in one request and in 100, on fresh clusters."""
+    per_topic = max(1, partitions // 100)
+    layouts: dict[str, Requests] = {
+        "hundred_one": [[(f"t{i}", per_topic) for i in range(100)]],
+        "hundred_many": [[(f"t{i}", per_topic)] for i in range(100)],
+    }
+    results = {}
+    for name, requests in layouts.items():
+        with running(base / name, SIDE_SPEC) as cluster:
+            nodes = cluster.node_ids + cluster.broker_ids
+            start_nodes(cluster, nodes)
+            for key, value in measure_creation(cluster, requests, nodes).items():
+                results[f"{name}.{key}"] = value
+    return results
+
+
+def _check(condition: bool, problem: str) -> None:
+    if not condition:
+        raise RuntimeError(f"the run did not measure what it should: {problem}")
+
+
+def _prefixed(prefix: str, values: dict[str, float]) -> dict[str, float]:
+    return {f"{prefix}.{key}": value for key, value in values.items()}
+
+
+def snapshot_catch_up(cluster: LocalCluster, broker: int, expect_log_start: bool
+                      ) -> dict[str, float]:
+    """A broker started from empty while the leader holds a snapshot: it must download it
+    (Kafka's rule: a fetch from offset 0 is answered with the latest snapshot)."""
+    leader_start = metadata_files(cluster, cluster.leader()).log_start_offset
+    _check((leader_start > 0) == expect_log_start,
+           f"the active controller's log starts at {leader_start}")
+    result = measure_catch_up(cluster, broker, cluster.broker_ids[0])
+    files = metadata_files(cluster, broker)
+    start = files.first_segment_offset
+    downloaded = [size for (offset, _), size in files.snapshots.items() if offset == start]
+    _check(start is not None and start > 0 and bool(downloaded),
+           f"broker {broker} holds no downloaded snapshot at its log start ({files})")
+    return {**result, "downloaded": downloaded[0]}
+
+
+def without_snapshots(args: argparse.Namespace, base: Path, run: int
+                      ) -> dict[str, list[float]]:
+    """Creation and a broker's catch-up from the log (no node writes a snapshot: the
+    log stays under Kafka's 20 MiB between snapshots), then the failover rounds."""
+    with running(base, LOG_SPEC) as cluster:
+        nodes = cluster.node_ids + cluster.broker_ids[:RUNNING_BROKERS]
+        start_nodes(cluster, nodes)
+        results = _prefixed("one", measure_creation(cluster, [[("big", args.partitions)]], nodes))
+        spare = cluster.broker_ids[RUNNING_BROKERS]
+        results.update(_prefixed("log", measure_catch_up(cluster, spare, cluster.broker_ids[0])))
+        files = metadata_files(cluster, spare)
+        _check(files.first_segment_offset == 0 and not files.snapshots,
+               f"broker {spare} did not replay the log from offset 0 ({files})")
+        failover = failover_rounds(cluster, args.failover_rounds, run)
+    return {**{key: [value] for key, value in results.items()}, "failover": failover}
+
+
+def one_run(args: argparse.Namespace, base: Path, run: int) -> dict[str, list[float]]:
+    """The snapshot cluster first; while its cleaner's first 60 s run out, the cluster
+    without snapshots and the side layouts (the snapshot cluster idles meanwhile)."""
+    results: dict[str, float] = {}
+    with running(base / f"run-{run}-snapshots", SNAPSHOT_SPEC) as cluster:
+        nodes = cluster.node_ids + cluster.broker_ids[:RUNNING_BROKERS]
+        start_nodes(cluster, nodes)
+        before = leader_high_watermark(cluster)
+        assert before is not None
+        created = measure_creation(cluster, [[("big", args.partitions)]], nodes)
+        results.update(_prefixed("snapshotting", created))
+        # the topic record and one record per partition come after ``before``
+        results.update(measure_snapshots(cluster, nodes, before + args.partitions + 1))
+        spare, later = cluster.broker_ids[RUNNING_BROKERS:]
+        results.update(_prefixed("snap0", snapshot_catch_up(cluster, spare, False)))
+        if not args.skip_cleaner:
+            second_snapshot(cluster)
+        waited = time.perf_counter()
+        pooled = without_snapshots(args, base / f"run-{run}-log", run)
+        if not args.skip_layouts:
+            results.update(measure_layouts(base / f"run-{run}-layouts", args.partitions))
+        if not args.skip_cleaner:
+            wait_log_start_moved(cluster)
+            results["cleaner_wait"] = time.perf_counter() - waited
+            results.update(_prefixed("snap", snapshot_catch_up(cluster, later, True)))
+    for key, value in results.items():
+        pooled[key] = [value]
+    return pooled
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def rows(partitions: int) -> list[tuple[str, str, str]]:
+    per = max(1, partitions // 100)
+    return [
+        (f"1 topic x {partitions:,} partitions, RF 3: answer (committed)", "one.commit", "s"),
+        ("  ... until all 6 nodes hold the same image digest", "one.agree", "s"),
+        (f"100 topics x {per:,}, one request: answer", "hundred_one.commit", "s"),
+        ("  ... until all 6 nodes agree", "hundred_one.agree", "s"),
+        (f"100 topics x {per:,}, 100 requests in turn: last answer", "hundred_many.commit", "s"),
+        ("  ... until all 6 nodes agree", "hundred_many.agree", "s"),
+        ("1 topic, every node snapshotting after it: answer", "snapshotting.commit", "s"),
+        ("  ... until all 6 nodes agree", "snapshotting.agree", "s"),
+        ("snapshot (.checkpoint) after the creation, controllers", "snapshot_controller", "B"),
+        ("snapshot (.checkpoint) after the creation, brokers", "snapshot_broker", "B"),
+        ("metadata log (.log bytes) after the creation", "log_bytes", "B"),
+        ("new broker, no snapshot (log from 0): start -> unfenced", "log.unfenced", "s"),
+        ("  ... start -> same digest as the active controller", "log.agree", "s"),
+        ("new broker, snapshot, log start 0: start -> unfenced", "snap0.unfenced", "s"),
+        ("  ... start -> same digest", "snap0.agree", "s"),
+        ("second snapshot -> log start moved (60 s cleaner)", "cleaner_wait", "s"),
+        ("new broker, log start moved: start -> unfenced", "snap.unfenced", "s"),
+        ("  ... start -> same digest", "snap.agree", "s"),
+        ("  snapshot it downloaded (FetchSnapshot)", "snap.downloaded", "B"),
+    ]
+
+
+def _cell(values: Sequence[float], unit: str) -> str:
+    fmt = "{:.2f} s" if unit == "s" else "{:,.0f} B"
+    med, low, high = statistics.median(values), min(values), max(values)
+    return f"{fmt.format(med)} [{fmt.format(low)} - {fmt.format(high)}]"
+
+
+def report(results: dict[str, list[float]], args: argparse.Namespace) -> None:
+    print(f"\n$ python -m bench.bench_controller {shlex.join(sys.argv[1:])}")
+    print(f"3 controllers + 3 brokers on loopback, fsync on, test profile, {os.cpu_count()} "
+          f"cores, {args.runs} run(s); median [min - max]\n")
+    for label, key, unit in rows(args.partitions):
+        if results.get(key):
+            print(f"{label:<62}{_cell(results[key], unit)}")
+    failover = results.get("failover")
+    if failover:
+        label = "controller failover, kill -9 -> CreateTopics answered"
+        print(f"{label:<62}median {1000 * statistics.median(failover):.0f} ms, "
+              f"max {1000 * max(failover):.0f} ms (n={len(failover)})")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--failover-rounds", type=int, default=5)
+    parser.add_argument("--skip-cleaner", action="store_true",
+                        help="skip the catch-up after the log start moved (waits for the "
+                             "60 s cleaner)")
+    parser.add_argument("--skip-layouts", action="store_true",
+                        help="skip the 100-topic layouts (two side clusters per run)")
+    parser.add_argument("--dir", default=None, help="where the nodes keep their data")
+    parser.add_argument("--keep", action="store_true", help="keep the nodes' data and logs")
+    args = parser.parse_args(argv)
+    if args.partitions < 100:
+        parser.error("--partitions must be at least 100 (100 topics in the side layouts, "
+                     "and a creation that fills the 4 KiB between snapshots)")
+    results: dict[str, list[float]] = {}
+    base = Path(tempfile.mkdtemp(dir=args.dir, prefix="bench-controller-"))
+    started = time.perf_counter()
+    try:
+        for run in range(args.runs):
+            for key, values in one_run(args, base, run).items():
+                results.setdefault(key, []).extend(values)
+            print(f"run {run + 1}/{args.runs} done after {time.perf_counter() - started:.0f} s",
+                  file=sys.stderr, flush=True)
+    finally:
+        if args.keep:
+            print(f"data and logs kept in {base}", file=sys.stderr)
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+    report(results, args)
+
+
+if __name__ == "__main__":
+    main()
