@@ -20,12 +20,10 @@ from cli.leader_election import (
     leader_election,
     parse_election_json,
 )
-from quorum.config import ServerConfig, load_server_config
 from quorum.config.values import HostPort
 from quorum.controller.image import MetadataImage, TopicPartition
 from quorum.controller_client import ControllerChannel
 from quorum.node import ControllerNode
-from quorum.storage import format_storage
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     CreateTopicsRequest,
@@ -35,7 +33,13 @@ from quorum.wire.messages import (
     ElectLeadersResponsePartitionResult,
     ElectLeadersResponseReplicaElectionResult,
 )
-from tests.unit.node.nodes import CLUSTER_ID, FAST, controller_config, free_ports, wait_for_leader
+from tests.unit.node.nodes import (
+    LIVENESS,
+    broker_config,
+    controller_config,
+    free_ports,
+    wait_for_leader,
+)
 
 TP = TopicPartition
 
@@ -135,25 +139,6 @@ def test_a_missing_or_bad_json_file_fails_before_connecting(tmp_path: Path) -> N
 
 # -- against a running cluster ------------------------------------------------------------
 
-LIVENESS = {"broker.heartbeat.interval.ms": "200", "broker.session.timeout.ms": "2000"}
-
-
-def broker_config(root: Path, broker_id: int, controller_port: int) -> ServerConfig:
-    base = root / f"broker-{broker_id}"
-    base.mkdir(parents=True)
-    path = base / "broker.properties"
-    path.write_text(
-        "process.roles=broker\n"
-        f"node.id={broker_id}\n"
-        f"controller.quorum.voters=1@127.0.0.1:{controller_port}\n"
-        f"listeners=PLAINTEXT://127.0.0.1:{free_ports(1)[0]}\n"
-        "controller.listener.names=CONTROLLER\n"
-        f"log.dirs={base}/logs\n"
-        f"metadata.log.dir={base}/metadata\n"
-    )
-    config = load_server_config(path, overrides={**FAST, **LIVENESS})
-    format_storage(config, CLUSTER_ID)
-    return config
 
 
 async def image_where(node: ControllerNode, check: Any) -> MetadataImage:

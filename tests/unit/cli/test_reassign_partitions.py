@@ -36,13 +36,11 @@ from cli.reassign_partitions import (
     reassign_partitions,
     verify_reassignment,
 )
-from quorum.config import ServerConfig, load_server_config
 from quorum.config.values import HostPort
 from quorum.controller.image import MetadataImage
 from quorum.controller.reassignment_plan import TopicPartition
 from quorum.controller_client import ControllerChannel
 from quorum.node import ControllerNode
-from quorum.storage import format_storage
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     CreateTopicsRequest,
@@ -50,8 +48,8 @@ from quorum.wire.messages import (
     ListPartitionReassignmentsResponseOngoingPartitionReassignment,
 )
 from tests.unit.node.nodes import (
-    CLUSTER_ID,
-    FAST,
+    LIVENESS,
+    broker_config,
     controller_config,
     free_ports,
     wait_for_leader,
@@ -285,26 +283,7 @@ def test_bad_files_and_broker_lists_fail_with_a_clear_message(tmp_path: Path) ->
 
 BROKERS = (100, 101, 102)
 NEW_BROKER = 103
-LIVENESS = {"broker.heartbeat.interval.ms": "200", "broker.session.timeout.ms": "2000"}
 DEADLINE_S = 20
-
-
-def broker_config(root: Path, broker_id: int, controller_port: int) -> ServerConfig:
-    base = root / f"broker-{broker_id}"
-    base.mkdir(parents=True)
-    path = base / "broker.properties"
-    path.write_text(
-        "process.roles=broker\n"
-        f"node.id={broker_id}\n"
-        f"controller.quorum.voters=1@127.0.0.1:{controller_port}\n"
-        f"listeners=PLAINTEXT://127.0.0.1:{free_ports(1)[0]}\n"
-        "controller.listener.names=CONTROLLER\n"
-        f"log.dirs={base}/logs\n"
-        f"metadata.log.dir={base}/metadata\n"
-    )
-    config = load_server_config(path, overrides={**FAST, **LIVENESS})
-    format_storage(config, CLUSTER_ID)
-    return config
 
 
 async def committed_image(

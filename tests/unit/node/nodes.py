@@ -114,3 +114,25 @@ async def _first_change(node: ControllerNode, scope: trio.CancelScope) -> None:
 async def connect(node: ControllerNode) -> TrioKafkaConnection:
     assert node.address is not None
     return await TrioKafkaConnection.connect(node.address.host, node.address.port)
+
+
+# brokers that heartbeat often, for in-process tests with brokers
+LIVENESS = {"broker.heartbeat.interval.ms": "200", "broker.session.timeout.ms": "2000"}
+
+
+def broker_config(root: Path, broker_id: int, controller_port: int) -> ServerConfig:
+    base = root / f"broker-{broker_id}"
+    base.mkdir(parents=True)
+    path = base / "broker.properties"
+    path.write_text(
+        "process.roles=broker\n"
+        f"node.id={broker_id}\n"
+        f"controller.quorum.voters=1@127.0.0.1:{controller_port}\n"
+        f"listeners=PLAINTEXT://127.0.0.1:{free_ports(1)[0]}\n"
+        "controller.listener.names=CONTROLLER\n"
+        f"log.dirs={base}/logs\n"
+        f"metadata.log.dir={base}/metadata\n"
+    )
+    config = load_server_config(path, overrides={**FAST, **LIVENESS})
+    format_storage(config, CLUSTER_ID)
+    return config
