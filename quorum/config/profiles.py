@@ -37,4 +37,6 @@ TEST_PROFILE_OVERRIDES: Final[Mapping[str, str]] = MappingProxyType({
     "leader.imbalance.check.interval.seconds": "1",
     # retention runs every second (Kafka: 5 minutes)
     "log.retention.check.interval.ms": "1000",
+    # metadata snapshots past the retention limit go every second (Kafka: 60 s)
+    "metadata.log.cleaner.interval.ms": "1000",
 })

@@ -86,6 +86,9 @@ class ServerConfig:
     metadata_max_retention_ms: int = setting("metadata.max.retention.ms", LONG, "604800000")
     metadata_snapshot_max_bytes: int = setting("metadata.log.max.record.bytes.between.snapshots", LONG, "20971520", at_least(1))
     metadata_snapshot_max_interval_ms: int = setting("metadata.log.max.snapshot.interval.ms", LONG, "3600000", at_least(0))
+    # pykraft's own key: Kafka's raft client applies the two retention settings
+    # above every 60 s, hard-coded; tests need it sooner
+    metadata_log_cleaner_interval_ms: int = setting("metadata.log.cleaner.interval.ms", LONG, "60000", at_least(1))
 
     # --- data logs (ServerLogConfigs) -------------------------------------------------
     log_segment_bytes: int = setting("log.segment.bytes", INT, "1073741824", at_least(14))

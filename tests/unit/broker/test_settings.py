@@ -31,6 +31,8 @@ BROKER = {
     "controller.quorum.fetch.timeout.ms": "1000",
     "log.dirs": "/data/kafka",
     "metadata.log.dir": "/data/meta",
+    "metadata.max.retention.bytes": "5000",
+    "metadata.log.cleaner.interval.ms": "1500",
 }
 
 
@@ -65,6 +67,9 @@ def test_a_broker_config_maps_onto_the_broker_settings() -> None:
     ) == (500, 2000, 7000)
     assert settings.metadata_partition_dir == Path("/data/meta/__cluster_metadata-0")
     assert settings.raft.fetch_timeout_ms == 1000
+    assert (settings.raft.metadata_max_retention_bytes, settings.raft.log_cleaner_interval_ms) == (
+        5000, 1500
+    )
 
 
 def test_an_advertised_listener_without_a_host_is_advertised_as_localhost() -> None:

@@ -89,6 +89,8 @@ KAFKA_DEFAULTS = {
     "group_initial_rebalance_delay_ms": 3000,
     "metadata_snapshot_max_bytes": 20 * 1024 * 1024,
     "metadata_snapshot_max_interval_ms": 3600 * 1000,
+    # not a Kafka key: Kafka's raft client's hard-coded cleaner interval
+    "metadata_log_cleaner_interval_ms": 60 * 1000,
     "leader_imbalance_check_interval_seconds": 300,
     "initial_broker_registration_timeout_ms": 60000,
     "log_flush_interval_messages": 2**63 - 1,
