@@ -1,7 +1,7 @@
 """The controller with 10,000 partitions: commit, snapshot, broker catch-up, failover.
 
 Run ``python -m bench.bench_controller [--runs 3] [--partitions 10000]
-[--failover-rounds 5] [--skip-cleaner] [--skip-layouts]``.
+[--failover-rounds 5] [--skip-layouts]``.
 
 Every cluster is real processes on loopback (``deploy.LocalCluster``), fsync
 on, the test profile; 3 controllers and 3 running brokers, plus spare brokers
@@ -14,14 +14,16 @@ formatted with the others but started only to time a catch-up. Per run:
   which downloads the snapshot (Kafka's rule: a fetch from offset 0 is
   answered with the latest snapshot) though the log still starts at 0. Then
   a second snapshot, and the wait for the active controller's cleaner (every
-  60 s from the node's start; no setting maps it) to move the log start past
-  0, after which a second spare broker starts from empty.
-* while that cluster idles until its cleaner runs: a log cluster (no node
-  reaches Kafka's 20 MiB between snapshots) where the same CreateTopics is
+  second in the test profile, ``metadata.log.cleaner.interval.ms``) to move
+  the log start past 0, after which a second spare broker starts from empty.
+* a log cluster (no node reaches Kafka's 20 MiB between snapshots) where the
+  same CreateTopics is
   timed: seconds until the answer (the controller answers after the commit)
   and until every node reported an image at the committed offset (digests
-  then checked equal); a spare broker started from empty replays the log
-  from offset 0; then ``--failover-rounds`` times kill -9 of the active
+  then checked equal); PykraftDescribeImage round trips to a broker holding
+  that image (the digest is computed once per image); a spare broker started
+  from empty replays the log from offset 0; then ``--failover-rounds`` times
+  kill -9 of the active
   controller, seconds until a one-partition CreateTopics succeeds through
   the survivors (restart and catch-up between rounds). Then two side
   clusters: 100 topics of ``partitions / 100`` in one request, and in 100
@@ -53,6 +55,7 @@ from bench.controller_probes import (
     FAST_RETRY,
     WAIT_S,
     create_topics,
+    describe_image_s,
     leader_high_watermark,
     metadata_files,
     start_nodes,
@@ -62,6 +65,11 @@ from bench.controller_probes import (
     wait_until,
 )
 from deploy import ClusterSpec, LocalCluster
+from quorum.controller.digest import ImageSummary
+from quorum.controller.snapshot import read_snapshot
+from quorum.log.protocol import OffsetAndEpoch
+from quorum.log.snapshots import snapshot_file_name
+from quorum.storage import METADATA_PARTITION_DIR
 
 __all__ = ["main"]
 
@@ -78,8 +86,9 @@ SNAPSHOT_SPEC: Final = ClusterSpec(controllers=3, brokers=5, properties=PROPERTI
 LOG_SPEC: Final = ClusterSpec(controllers=3, brokers=4)
 SIDE_SPEC: Final = ClusterSpec(controllers=3, brokers=3)
 RUNNING_BROKERS: Final = 3
-# Kafka's raft client cleans every 60 s after the node started; a margin for a slow start
-CLEANER_WAIT_S: Final = 150.0
+# the test profile cleans every second; a margin for a busy machine
+CLEANER_WAIT_S: Final = 30.0
+DESCRIBE_ROUNDS: Final = 20
 Requests = list[list[tuple[str, int]]]
 
 
@@ -116,6 +125,23 @@ def measure_snapshots(cluster: LocalCluster, nodes: Sequence[int],
     }
 
 
+def measure_summary(cluster: LocalCluster, node: int) -> float:
+    """Seconds to compute the digest and offline count of ``node``'s latest snapshot's image,
+    in this process (what a node's first PykraftDescribeImage answer for an image costs)."""
+    latest = metadata_files(cluster, node).latest_snapshot
+    assert latest is not None
+    snapshot_id = OffsetAndEpoch(*latest[0])
+    path = (cluster.layout[node].metadata_dir / METADATA_PARTITION_DIR
+            / snapshot_file_name(snapshot_id))
+    image = read_snapshot(path.read_bytes(), snapshot_id)
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        ImageSummary.of(image)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def measure_catch_up(cluster: LocalCluster, broker: int, via: int) -> dict[str, float]:
     """A broker started from empty: seconds to unfenced and to the controllers' image
     (the committed offset once it is unfenced, which includes its own records)."""
@@ -130,29 +156,25 @@ def measure_catch_up(cluster: LocalCluster, broker: int, via: int) -> dict[str, 
     return {"unfenced": unfenced - start, "agree": reached - start}
 
 
-def second_snapshot(cluster: LocalCluster) -> None:
-    """Pad topics until every controller holds two snapshots (the cleaner keeps the
-    latest, so the log start can move only once there is a second)."""
-    def two() -> bool:
-        return all(len(metadata_files(cluster, n).snapshots) >= 2 for n in cluster.node_ids)
+def advance_log_start(cluster: LocalCluster) -> None:
+    """Pad topics until the active controller's log starts past offset 0: the cleaner
+    (every second in the test profile) keeps only the latest snapshot, so the log start
+    moves once a second snapshot exists; two snapshots side by side last under a second."""
+    def moved() -> bool:
+        return metadata_files(cluster, cluster.leader()).log_start_offset > 0
 
-    for i in range(5):
-        if two():
+    for i in range(10):
+        if moved():
             return
         # 100 partitions: more than the 4 KiB between snapshots
         create_topics(cluster, [[(f"pad-{i}", 100)]])
         try:
-            wait_until(two, 5.0, "a second snapshot on every controller")
+            wait_until(moved, CLEANER_WAIT_S / 10, "the log cleaner to move the log start",
+                       poll_s=0.05)
         except TimeoutError:
             continue
-    if not two():
-        raise RuntimeError("the controllers wrote no second snapshot after 5 pad topics")
-
-
-def wait_log_start_moved(cluster: LocalCluster) -> None:
-    """Until the active controller's metadata log starts past offset 0."""
-    wait_until(lambda: metadata_files(cluster, cluster.leader()).log_start_offset > 0,
-               CLEANER_WAIT_S, "the log cleaner to move the log start", poll_s=0.2)
+    if not moved():
+        raise RuntimeError("the active controller's log start did not move after 10 pad topics")
 
 
 def failover_rounds(cluster: LocalCluster, rounds: int, run: int) -> list[float]:
@@ -234,6 +256,10 @@ def without_snapshots(args: argparse.Namespace, base: Path, run: int
         nodes = cluster.node_ids + cluster.broker_ids[:RUNNING_BROKERS]
         start_nodes(cluster, nodes)
         results = _prefixed("one", measure_creation(cluster, [[("big", args.partitions)]], nodes))
+        # the same image every time: wait_agreed's answers hashed it, these reuse the digest
+        rounds = [describe_image_s(cluster, cluster.broker_ids[0])
+                  for _ in range(DESCRIBE_ROUNDS)]
+        results["describe_again"] = statistics.median(rounds)
         spare = cluster.broker_ids[RUNNING_BROKERS]
         results.update(_prefixed("log", measure_catch_up(cluster, spare, cluster.broker_ids[0])))
         files = metadata_files(cluster, spare)
@@ -244,8 +270,7 @@ def without_snapshots(args: argparse.Namespace, base: Path, run: int
 
 
 def one_run(args: argparse.Namespace, base: Path, run: int) -> dict[str, list[float]]:
-    """The snapshot cluster first; while its cleaner's first 60 s run out, the cluster
-    without snapshots and the side layouts (the snapshot cluster idles meanwhile)."""
+    """The snapshot cluster, the cluster without snapshots, the side layouts."""
     results: dict[str, float] = {}
     with running(base / f"run-{run}-snapshots", SNAPSHOT_SPEC) as cluster:
         nodes = cluster.node_ids + cluster.broker_ids[:RUNNING_BROKERS]
@@ -256,18 +281,14 @@ def one_run(args: argparse.Namespace, base: Path, run: int) -> dict[str, list[fl
         results.update(_prefixed("snapshotting", created))
         # the topic record and one record per partition come after ``before``
         results.update(measure_snapshots(cluster, nodes, before + args.partitions + 1))
+        results["summary"] = measure_summary(cluster, cluster.node_ids[0])
         spare, later = cluster.broker_ids[RUNNING_BROKERS:]
         results.update(_prefixed("snap0", snapshot_catch_up(cluster, spare, False)))
-        if not args.skip_cleaner:
-            second_snapshot(cluster)
-        waited = time.perf_counter()
-        pooled = without_snapshots(args, base / f"run-{run}-log", run)
-        if not args.skip_layouts:
-            results.update(measure_layouts(base / f"run-{run}-layouts", args.partitions))
-        if not args.skip_cleaner:
-            wait_log_start_moved(cluster)
-            results["cleaner_wait"] = time.perf_counter() - waited
-            results.update(_prefixed("snap", snapshot_catch_up(cluster, later, True)))
+        advance_log_start(cluster)
+        results.update(_prefixed("snap", snapshot_catch_up(cluster, later, True)))
+    pooled = without_snapshots(args, base / f"run-{run}-log", run)
+    if not args.skip_layouts:
+        results.update(measure_layouts(base / f"run-{run}-layouts", args.partitions))
     for key, value in results.items():
         pooled[key] = [value]
     return pooled
@@ -281,6 +302,9 @@ def rows(partitions: int) -> list[tuple[str, str, str]]:
     return [
         (f"1 topic x {partitions:,} partitions, RF 3: answer (committed)", "one.commit", "s"),
         ("  ... until all 6 nodes hold the same image digest", "one.agree", "s"),
+        ("image digest + offline count, in process (once per image)", "summary", "ms"),
+        (f"PykraftDescribeImage round trip, same image (median of {DESCRIBE_ROUNDS})",
+         "describe_again", "ms"),
         (f"100 topics x {per:,}, one request: answer", "hundred_one.commit", "s"),
         ("  ... until all 6 nodes agree", "hundred_one.agree", "s"),
         (f"100 topics x {per:,}, 100 requests in turn: last answer", "hundred_many.commit", "s"),
@@ -294,7 +318,6 @@ def rows(partitions: int) -> list[tuple[str, str, str]]:
         ("  ... start -> same digest as the active controller", "log.agree", "s"),
         ("new broker, snapshot, log start 0: start -> unfenced", "snap0.unfenced", "s"),
         ("  ... start -> same digest", "snap0.agree", "s"),
-        ("second snapshot -> log start moved (60 s cleaner)", "cleaner_wait", "s"),
         ("new broker, log start moved: start -> unfenced", "snap.unfenced", "s"),
         ("  ... start -> same digest", "snap.agree", "s"),
         ("  snapshot it downloaded (FetchSnapshot)", "snap.downloaded", "B"),
@@ -302,7 +325,9 @@ def rows(partitions: int) -> list[tuple[str, str, str]]:
 
 
 def _cell(values: Sequence[float], unit: str) -> str:
-    fmt = "{:.2f} s" if unit == "s" else "{:,.0f} B"
+    fmt = {"s": "{:.2f} s", "ms": "{:.1f} ms", "B": "{:,.0f} B"}[unit]
+    scale = 1000 if unit == "ms" else 1
+    values = [scale * v for v in values]
     med, low, high = statistics.median(values), min(values), max(values)
     return f"{fmt.format(med)} [{fmt.format(low)} - {fmt.format(high)}]"
 
@@ -326,9 +351,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--failover-rounds", type=int, default=5)
-    parser.add_argument("--skip-cleaner", action="store_true",
-                        help="skip the catch-up after the log start moved (waits for the "
-                             "60 s cleaner)")
     parser.add_argument("--skip-layouts", action="store_true",
                         help="skip the 100-topic layouts (two side clusters per run)")
     parser.add_argument("--dir", default=None, help="where the nodes keep their data")

@@ -57,6 +57,7 @@ __all__ = [
     "ImageState",
     "MetadataFiles",
     "create_topics",
+    "describe_image_s",
     "images",
     "leader_high_watermark",
     "metadata_files",
@@ -140,6 +141,14 @@ def _image_at(address: tuple[str, int]) -> ImageState | None:
     if answer.error_code != Errors.NONE:
         return None
     return ImageState(answer.offset, answer.digest, time.perf_counter())
+
+
+def describe_image_s(cluster: LocalCluster, node: int) -> float:
+    """Seconds for one PykraftDescribeImage round trip to ``node``."""
+    start = time.perf_counter()
+    if _image_at(cluster.address(node)) is None:
+        raise RuntimeError(f"node {node} did not describe its image")
+    return time.perf_counter() - start
 
 
 def images(cluster: LocalCluster, nodes: Sequence[int]) -> dict[int, ImageState | None]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from quorum.controller.digest import build_describe_image_response
+from quorum.controller.digest import LatestImageSummary, build_describe_image_response
 from quorum.controller.image import MetadataImage
 from quorum.node.connection import ServerConnection
 from quorum.wire.error_codes import Errors
@@ -55,6 +55,7 @@ class ListenerApis:
             ApiVersionsResponseApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(self.table.items())
         )
+        self._summaries = LatestImageSummary()
 
     def decode(
         self, conn: ServerConnection, frame: bytes | memoryview
@@ -89,8 +90,10 @@ class ListenerApis:
         if isinstance(message, ApiVersionsRequest):
             return ApiVersionsResponse(api_keys=self._entries)
         if isinstance(message, PykraftDescribeImageRequest):
+            current = image()
             return build_describe_image_response(
-                image(), node_id=node_id, include_image=message.include_image
+                current, node_id=node_id, include_image=message.include_image,
+                summary=self._summaries.of(current),
             )
         return None
 

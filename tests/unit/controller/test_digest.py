@@ -6,11 +6,15 @@ import hashlib
 import json
 import uuid
 
+import pytest
 from hypothesis import given, settings
 
+from quorum.controller import digest as digest_module
 from quorum.controller.delta import fold_records
 from quorum.controller.digest import (
     SHORT_DIGEST_CHARS,
+    ImageSummary,
+    LatestImageSummary,
     build_describe_image_response,
     image_digest,
     short_digest,
@@ -126,3 +130,33 @@ def test_describe_image_messages_round_trip_at_v0() -> None:
         PykraftDescribeImageResponse, 0, encode(response, 0)
     )
     assert decoded == response
+
+
+def test_the_latest_summary_hashes_an_image_once_and_a_new_image_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hashed: list[MetadataImage] = []
+
+    def counting_digest(image: MetadataImage) -> str:
+        hashed.append(image)
+        return image_digest(image)
+
+    monkeypatch.setattr(digest_module, "image_digest", counting_digest)
+    latest = LatestImageSummary()
+    first = image_of()
+    assert latest.of(first) is latest.of(first)
+    # another image is hashed; going back to the first hashes it again (one entry kept)
+    leaderless = image_of(PartitionChangeRecord(partition_id=0, topic_id=TOPIC, leader=-1))
+    assert latest.of(leaderless) == ImageSummary(image_digest(leaderless), 1)
+    assert hashed == [first, leaderless]
+    assert latest.of(first).digest == image_digest(first)
+    assert len(hashed) == 3
+
+
+def test_the_describe_image_answer_uses_the_summary_it_is_given() -> None:
+    image = image_of()
+    given_summary = ImageSummary("ab" * 32, 7)
+    answer = build_describe_image_response(
+        image, node_id=1, include_image=False, summary=given_summary
+    )
+    assert (answer.digest, answer.offline_partition_count) == ("ab" * 32, 7)
