@@ -114,6 +114,14 @@ def test_brokers_register_take_balanced_leadership_and_follow_a_broker_failure(
         lambda: broker_states(active_image(cluster)) == dict.fromkeys(brokers, False) or None,
         "three unfenced brokers", _DEADLINE_S,
     )
+    # they fetch the metadata log as observers: DescribeQuorum (describe --replication) lists them
+
+    def observers() -> list[int] | None:
+        found = cluster.find_leader()
+        ids = None if found is None else sorted(o.replica_id for o in found[1].observers)
+        return ids if ids == brokers else None
+
+    cluster.wait_for(observers, "the brokers listed as observers", _DEADLINE_S)
 
     # bad input first: more replicas than brokers writes nothing
     assert create_topic(cluster, "too-wide", 3, 4) == Errors.INVALID_REPLICATION_FACTOR
