@@ -11,11 +11,10 @@ is set (and replaced) for tasks that wait on the image.
 
 A snapshot the core names in ``Ready.loaded_snapshot`` (the latest local one
 at start-up, or one downloaded from the leader) replaces the image before
-the committed range of that Ready is replayed. After every
-``snapshot_max_bytes`` of replayed log (Kafka's
-``metadata.log.max.record.bytes.between.snapshots``) the broker writes its own
-snapshot through the core (Kafka: every node snapshots its own committed
-state), at the end of a committed range: a batch boundary at or below the
+the committed range of that Ready is replayed. When ``SnapshotPolicy`` says so
+(Kafka's bytes-between-snapshots and snapshot-interval settings) the broker
+writes its own snapshot through the core (Kafka: every node snapshots its own
+committed state), at the end of a committed range: a batch boundary at or below the
 high watermark, with that batch's epoch. A broker never proposes: ``call``
 and ``proposed`` are broken invariants, ``due`` is always empty.
 """
@@ -36,9 +35,10 @@ from broker.replica_manager import (
 from quorum.controller.delta import fold_records
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage, Provenance
 from quorum.controller.log_records import read_committed_range
-from quorum.controller.snapshot import read_snapshot, write_snapshot
+from quorum.controller.snapshot import read_snapshot
 from quorum.log import OffsetAndEpoch, ReplicatedLog
 from quorum.node.inputs import ControllerCall
+from quorum.node.snapshot_policy import SnapshotPolicy, write_image_snapshot
 from quorum.raft import OffsetRange, RaftCore, Ready
 
 __all__ = ["BrokerMetadataMachine", "ImageListener"]
@@ -56,12 +56,13 @@ class BrokerMetadataMachine:
         broker_id: int,
         replica_manager: ReplicaManager | None = None,
         snapshot_max_bytes: int = 20 * 1024 * 1024,
+        snapshot_max_interval_ms: int = 3_600_000,
     ) -> None:
-        assert snapshot_max_bytes > 0
         self.broker_id = broker_id
         self._replica_manager = replica_manager
-        self._snapshot_max_bytes = snapshot_max_bytes
-        self._since_snapshot = 0  # bytes of log replayed since the last snapshot
+        self._snapshots = SnapshotPolicy(
+            max_bytes=snapshot_max_bytes, max_interval_ms=snapshot_max_interval_ms
+        )
         self._image = EMPTY_IMAGE
         self._assignments: dict[PartitionKey, PartitionAssignment] = {}
         self._listeners: list[ImageListener] = []
@@ -102,9 +103,9 @@ class BrokerMetadataMachine:
 
     def observe(self, ready: Ready, core: RaftCore, now_ms: int) -> None:
         if ready.loaded_snapshot is not None:
-            self.load_snapshot(core.log, ready.loaded_snapshot)
+            self.load_snapshot(core.log, ready.loaded_snapshot, now_ms)
         if ready.committed is not None:
-            self.replay(core, ready.committed)
+            self.replay(core, ready.committed, now_ms)
 
     def call(self, item: ControllerCall, core: RaftCore, now_ms: int) -> list[bytes]:
         raise AssertionError(
@@ -127,14 +128,14 @@ class BrokerMetadataMachine:
 
     # -- committed state ----------------------------------------------------------------------
 
-    def load_snapshot(self, log: ReplicatedLog, snapshot_id: OffsetAndEpoch) -> None:
+    def load_snapshot(self, log: ReplicatedLog, snapshot_id: OffsetAndEpoch, now_ms: int) -> None:
         """Replace the image with the snapshot's (it holds everything before its offset)."""
         image = read_snapshot(log.read_snapshot(snapshot_id), snapshot_id)
-        self._since_snapshot = 0
+        self._snapshots.reset(now_ms)
         logger.info("loaded metadata snapshot %d-%d", snapshot_id.offset, snapshot_id.epoch)
         self._publish(image)
 
-    def replay(self, core: RaftCore, committed: OffsetRange) -> None:
+    def replay(self, core: RaftCore, committed: OffsetRange, now_ms: int) -> None:
         """Fold the committed records ``committed`` holds beyond the image into it."""
         log = core.log
         start = max(committed.start, self.image_offset)
@@ -149,23 +150,10 @@ class BrokerMetadataMachine:
         epoch = self._image.provenance.epoch if read.last_epoch is None else read.last_epoch
         records = [record for _, record in read.records]
         self._publish(fold_records(self._image, records, Provenance(committed.end, epoch)))
-        self._since_snapshot += read.size_bytes
-        if self._since_snapshot >= self._snapshot_max_bytes:
-            self._snapshot(core)
-
-    def _snapshot(self, core: RaftCore) -> None:
-        image = self._image
-        snapshot_id = OffsetAndEpoch(image.provenance.offset, image.provenance.epoch)
-        self._since_snapshot = 0
-        latest = core.log.latest_snapshot_id
-        if latest is not None and latest.offset >= snapshot_id.offset:
-            return
-        data = write_snapshot(image, last_contained_timestamp_ms=0)
-        if core.create_snapshot(snapshot_id, data):
-            logger.info(
-                "wrote metadata snapshot %d-%d (%d bytes)",
-                snapshot_id.offset, snapshot_id.epoch, len(data),
-            )
+        reason = self._snapshots.replayed(read.size_bytes, now_ms)
+        if reason is not None:
+            write_image_snapshot(core, self._image, reason)
+            self._snapshots.reset(now_ms)
 
     # -- publication --------------------------------------------------------------------------
 

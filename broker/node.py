@@ -91,6 +91,7 @@ class BrokerNode(MetadataNode):
             replica_manager=self.replica_manager,
             # combined: the controller machine snapshots the same committed image
             snapshot_max_bytes=settings.snapshot_max_bytes if controller is None else sys.maxsize,
+            snapshot_max_interval_ms=settings.snapshot_max_interval_ms if controller is None else 0,
         )
         self.controller_machine: ControllerMachine | None = None
         self.controller_address: NodeAddress | None = None

@@ -8,8 +8,8 @@ renounces when leadership moves. Requests are evaluated against the working
 image at the exact offsets their records will get; each answer waits until
 the high watermark passes what the request wrote or saw, so no client ever
 learns of uncommitted metadata. The committed image is written as a snapshot
-after every ``snapshot_max_bytes`` of replayed log (Kafka's
-``metadata.log.max.record.bytes.between.snapshots``).
+when ``SnapshotPolicy`` says so (Kafka's bytes-between-snapshots and
+snapshot-interval settings).
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ from quorum.controller.error_responses import error_response
 from quorum.controller.image import TopicPartition
 from quorum.controller.log_records import read_committed_range
 from quorum.controller.results import ControllerResult
-from quorum.controller.snapshot import read_snapshot, write_snapshot
+from quorum.controller.snapshot import read_snapshot
 from quorum.log import OffsetAndEpoch
 from quorum.node.inputs import ControllerCall
+from quorum.node.snapshot_policy import SnapshotPolicy, write_image_snapshot
 from quorum.raft import Leader, OffsetRange, RaftCore, Ready
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import PartitionChangeRecord, PartitionRecord, RemoveTopicRecord
@@ -53,11 +54,16 @@ class _Answer:
 
 class ControllerMachine:
     def __init__(
-        self, controller: QuorumController, *, snapshot_max_bytes: int = 20 * 1024 * 1024
+        self,
+        controller: QuorumController,
+        *,
+        snapshot_max_bytes: int = 20 * 1024 * 1024,
+        snapshot_max_interval_ms: int = 3_600_000,
     ) -> None:
         self.controller = controller
-        self._snapshot_max_bytes = snapshot_max_bytes
-        self._since_snapshot = 0  # bytes of log replayed since the last snapshot
+        self._snapshots = SnapshotPolicy(
+            max_bytes=snapshot_max_bytes, max_interval_ms=snapshot_max_interval_ms
+        )
         self._answers: deque[_Answer] = deque()
         self._epoch = -1  # the epoch this node leads in while active
         # where the records just computed will land (checked when they are proposed)
@@ -69,9 +75,9 @@ class ControllerMachine:
 
     def observe(self, ready: Ready, core: RaftCore, now_ms: int) -> None:
         if ready.loaded_snapshot is not None:
-            self._load_snapshot(core, ready.loaded_snapshot)
+            self._load_snapshot(core, ready.loaded_snapshot, now_ms)
         if ready.committed is not None:
-            self._replay(core, ready.committed)
+            self._replay(core, ready.committed, now_ms)
         self._follow_leadership(core, now_ms)
         self._answer(core.high_watermark)
 
@@ -126,14 +132,14 @@ class ControllerMachine:
 
     # -- committed state ---------------------------------------------------------------------
 
-    def _load_snapshot(self, core: RaftCore, snapshot_id: OffsetAndEpoch) -> None:
+    def _load_snapshot(self, core: RaftCore, snapshot_id: OffsetAndEpoch, now_ms: int) -> None:
         assert not self.controller.is_active, "a leader never loads a snapshot"
         image = read_snapshot(core.log.read_snapshot(snapshot_id), snapshot_id)
         self.controller.load_snapshot(image)
-        self._since_snapshot = 0
+        self._snapshots.reset(now_ms)
         logger.info("loaded metadata snapshot %d-%d", snapshot_id.offset, snapshot_id.epoch)
 
-    def _replay(self, core: RaftCore, committed: OffsetRange) -> None:
+    def _replay(self, core: RaftCore, committed: OffsetRange, now_ms: int) -> None:
         controller = self.controller
         start = max(committed.start, controller.committed.provenance.offset)
         if start >= committed.end:
@@ -144,11 +150,12 @@ class ControllerMachine:
             [record for _, record in read.records], committed.end,
             controller.committed.provenance.epoch if last_epoch is None else last_epoch,
         )
-        self._since_snapshot += read.size_bytes
         if any(isinstance(r, _PARTITION_RECORDS) for _, r in read.records):
             self._report_offline()
-        if self._since_snapshot >= self._snapshot_max_bytes:
-            self._snapshot(core)
+        reason = self._snapshots.replayed(read.size_bytes, now_ms)
+        if reason is not None:
+            write_image_snapshot(core, controller.committed, reason)
+            self._snapshots.reset(now_ms)
 
     def _report_offline(self) -> None:
         """Log when the set of partitions without a leader changes (an alarm, not a guess)."""
@@ -165,17 +172,6 @@ class ControllerMachine:
             )
         else:
             logger.info("no partition is offline")
-
-    def _snapshot(self, core: RaftCore) -> None:
-        image = self.controller.committed
-        snapshot_id = OffsetAndEpoch(image.provenance.offset, image.provenance.epoch)
-        data = write_snapshot(image, last_contained_timestamp_ms=0)
-        if core.create_snapshot(snapshot_id, data):
-            logger.info(
-                "wrote metadata snapshot %d-%d (%d bytes)",
-                snapshot_id.offset, snapshot_id.epoch, len(data),
-            )
-        self._since_snapshot = 0
 
     # -- leadership ----------------------------------------------------------------------------
 

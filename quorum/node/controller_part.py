@@ -39,6 +39,7 @@ def controller_machine(settings: NodeSettings, rng: random.Random) -> Controller
     return ControllerMachine(
         QuorumController(settings.controller, rng=rng),
         snapshot_max_bytes=settings.snapshot_max_bytes,
+        snapshot_max_interval_ms=settings.snapshot_max_interval_ms,
     )
 
 

@@ -57,6 +57,8 @@ class RaftNodeSettings:
     max_request_bytes: int
     # the node writes a snapshot of its committed image after this many bytes of records
     snapshot_max_bytes: int = 20 * 1024 * 1024
+    # ... or once this long has passed with records in no snapshot (0: never by time)
+    snapshot_max_interval_ms: int = 3_600_000
     reconnect_backoff_max_ms: int = _RECONNECT_BACKOFF_MAX_MS
 
 
@@ -106,6 +108,7 @@ def node_settings(config: ServerConfig, cluster_id: str) -> NodeSettings:
         max_request_bytes=config.socket_request_max_bytes,
         controller=controller_config(config, cluster_id),
         snapshot_max_bytes=config.metadata_snapshot_max_bytes,
+        snapshot_max_interval_ms=config.metadata_snapshot_max_interval_ms,
         reconnect_backoff_max_ms=reconnect_backoff_max_ms(config),
     )
 

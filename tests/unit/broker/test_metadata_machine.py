@@ -89,7 +89,7 @@ def test_a_loaded_snapshot_replaces_the_image_and_later_ranges_continue_from_it(
     log.create_snapshot(snapshot_id, snapshot_of([*FIRST, *SECOND]))
     core = observer_core(log)
     machine = BrokerMetadataMachine(broker_id=BROKER)
-    machine.load_snapshot(log, snapshot_id)
+    machine.load_snapshot(log, snapshot_id, now_ms=0)
     assert machine.image_offset == 6
     assert len(machine.assignments) == 2
     machine.observe(ready(OffsetRange(0, 7)), core, 0)
@@ -145,6 +145,22 @@ def test_the_broker_writes_its_own_snapshot_after_n_bytes_of_replayed_log() -> N
     assert image_digest(stored) == image_digest(machine.image)
     machine.observe(ready(OffsetRange(6, 7)), core, 0)
     assert log.snapshot_ids() == [OffsetAndEpoch(6, 3)]
+
+
+def test_the_broker_snapshots_when_records_arrive_after_the_interval() -> None:
+    log = a_log(FIRST, SECOND, THIRD)
+    core = cast(RaftCore, CommittedCore(log))
+    machine = BrokerMetadataMachine(
+        broker_id=BROKER, snapshot_max_bytes=10**9, snapshot_max_interval_ms=1_000
+    )
+    machine.observe(ready(OffsetRange(0, 4)), core, 10_000)
+    machine.observe(ready(OffsetRange(4, 6)), core, 10_999)
+    assert log.latest_snapshot_id is None
+    machine.observe(ready(OffsetRange(6, 7)), core, 11_000)
+    assert log.snapshot_ids() == [OffsetAndEpoch(7, 3)]
+    assert image_digest(
+        read_snapshot(log.read_snapshot(OffsetAndEpoch(7, 3)), OffsetAndEpoch(7, 3))
+    ) == image_digest(machine.image)
 
 
 def test_a_broker_machine_never_proposes() -> None:
