@@ -47,6 +47,7 @@ from broker.router import BrokerRouter
 from broker.settings import BrokerListener, BrokerSettings, broker_settings
 from quorum.config import ServerConfig
 from quorum.controller.image import MetadataImage
+from quorum.metrics import BrokerView, NodeMetrics
 from quorum.node import NodeAddress, NodeSettings, node_settings
 from quorum.node.controller_machine import ControllerMachine
 from quorum.node.controller_part import (
@@ -161,6 +162,7 @@ class BrokerNode(MetadataNode):
     async def _serve(self, parts: RaftParts, task_status: trio.TaskStatus[NodeAddress]) -> None:
         async with trio.open_nursery() as nursery:
             await parts.start(nursery)
+            await self.serve_metrics(nursery, self.settings, self._metrics(parts))
             await self._serve_controller(nursery, parts.driver)
             listeners, address = await self._bind()
             try:
@@ -187,6 +189,17 @@ class BrokerNode(MetadataNode):
             finally:
                 for listener in listeners:  # bound but never served
                     await trio.aclose_forcefully(listener)
+
+    def _metrics(self, parts: RaftParts) -> NodeMetrics:
+        controller = self.controller_machine
+        return NodeMetrics(
+            core=lambda: parts.core,
+            image=lambda: self.machine.image,
+            controller_active=None if controller is None else (
+                lambda: controller.controller.is_active
+            ),
+            broker=lambda: BrokerView(int(self.state), self.broker_epoch),
+        )
 
     async def _serve_controller(self, nursery: trio.Nursery, driver: CoreDriver) -> None:
         """A combined node's controller listener (brokers register through it, this one too)."""

@@ -122,6 +122,7 @@ def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
         max_request_bytes=config.socket_request_max_bytes,
         snapshot_max_bytes=config.metadata_snapshot_max_bytes,
         snapshot_max_interval_ms=config.metadata_snapshot_max_interval_ms,
+        metrics_listener=config.metrics_http_listener,
         reconnect_backoff_max_ms=reconnect_backoff_max_ms(config),
     )
 

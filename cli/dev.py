@@ -32,6 +32,11 @@ def _interrupt_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def _metrics(cluster: LocalCluster, node_id: int) -> str:
+    host, port = cluster.metrics_address(node_id)
+    return f"  metrics http://{host}:{port}/metrics"
+
+
 def _banner(cluster: LocalCluster, leader: int) -> str:
     lines = [f"pykraft dev cluster {cluster.cluster_id}: {len(cluster.node_ids)} controller(s), "
              f"{len(cluster.broker_ids)} broker(s)"]
@@ -39,11 +44,13 @@ def _banner(cluster: LocalCluster, leader: int) -> str:
         host, port = cluster.address(node_id)
         role = "leader" if node_id == leader else "voter"
         lines.append(f"  controller {node_id} ({role}): CONTROLLER://{host}:{port}  "
-                     f"pid {cluster.pid(node_id)}  log {cluster.layout[node_id].log_path}")
+                     f"pid {cluster.pid(node_id)}  log {cluster.layout[node_id].log_path}"
+                     f"{_metrics(cluster, node_id)}")
     for node_id in cluster.broker_ids:
         host, port = cluster.address(node_id)
         lines.append(f"  broker {node_id}: PLAINTEXT://{host}:{port}  "
-                     f"pid {cluster.pid(node_id)}  log {cluster.layout[node_id].log_path}")
+                     f"pid {cluster.pid(node_id)}  log {cluster.layout[node_id].log_path}"
+                     f"{_metrics(cluster, node_id)}")
     lines += [
         "Look at the quorum with:",
         f"  kraft metadata-quorum --bootstrap-controller {cluster.bootstrap_controllers} "
@@ -78,8 +85,9 @@ def _watch(cluster: LocalCluster) -> None:
 @click.option("--data-dir", default="data/dev-cluster", show_default=True,
               type=click.Path(file_okay=False, path_type=Path),
               help="Where each controller keeps its config, log file and data.")
-@click.option("--base-port", default=19091, show_default=True, type=click.IntRange(0, 65535),
-              help="Node N listens on base-port + N - 1 (controllers first); 0 picks free ports.")
+@click.option("--base-port", default=19091, show_default=True, type=click.IntRange(0, 65435),
+              help="Node N listens on base-port + N - 1 (controllers first) and serves "
+                   "metrics on base-port + 99 + N; 0 picks free ports.")
 @click.option("--host", default="localhost", show_default=True,
               help="The address every controller listens on.")
 @click.option("--test-profile", is_flag=True,
@@ -88,7 +96,7 @@ def dev(controllers: int, brokers: int, data_dir: Path, base_port: int, host: st
         test_profile: bool) -> None:
     """Run a local cluster (controllers and brokers) in the foreground until Ctrl-C."""
     spec = ClusterSpec(controllers=controllers, brokers=brokers, host=host,
-                       base_port=base_port or None, test_profile=test_profile)
+                       base_port=base_port or None, test_profile=test_profile, metrics=True)
     cluster = LocalCluster(data_dir, spec)
     _interrupt_on_sigterm()
     try:

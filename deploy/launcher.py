@@ -114,6 +114,13 @@ class LocalCluster(QuorumView):
     def address(self, node_id: int) -> tuple[str, int]:
         return self.layout[node_id].address
 
+    def metrics_address(self, node_id: int) -> tuple[str, int]:
+        """Where node ``node_id`` serves GET /metrics (``ClusterSpec(metrics=True)``)."""
+        node = self.layout[node_id]
+        if node.metrics_port is None:
+            raise LaunchError("this cluster was started without metrics (ClusterSpec.metrics)")
+        return (node.host, node.metrics_port)
+
     def is_running(self, node_id: int) -> bool:
         process = self._processes.get(node_id)
         return process is not None and process.poll() is None

@@ -38,6 +38,8 @@ __all__ = [
 ]
 
 LISTENER: Final = "CONTROLLER"
+# with a base port, node i's metrics are at base_port + this + i
+METRICS_PORT_OFFSET: Final = 100
 BROKER_LISTENER: Final = "PLAINTEXT"
 
 
@@ -58,6 +60,9 @@ class ClusterSpec:
     test_profile: bool = True
     # route every directed link through a LinkProxy (cut/heal for partition tests)
     link_proxies: bool = False
+    # every node serves GET /metrics (metrics.http.listener) on a port of its own: free
+    # ones, or base_port + METRICS_PORT_OFFSET + i
+    metrics: bool = False
     # extra settings for every node, applied last
     properties: Mapping[str, str] = attrs.field(factory=dict)
     ready_timeout_s: float = 30.0
@@ -73,6 +78,7 @@ class NodeLayout:
     port: int
     directory: Path
     role: str = "controller"  # or "broker"
+    metrics_port: int | None = None
 
     @property
     def is_broker(self) -> bool:
@@ -112,9 +118,17 @@ def plan_layout(base_dir: Path, spec: ClusterSpec) -> list[NodeLayout]:
         ports = [free_ports(host, 1)[0] for host in hosts] if spec.per_node_hosts else \
             free_ports(spec.host, count)
     roles = ["controller"] * spec.controllers + ["broker"] * spec.brokers
+    metrics_ports: list[int | None] = [None] * count
+    if spec.metrics:
+        metrics_ports = [
+            spec.base_port + METRICS_PORT_OFFSET + i if spec.base_port is not None
+            else free_ports(host, 1)[0]
+            for i, host in enumerate(hosts)
+        ]
     return [
-        NodeLayout(node_id=i, host=h, port=p, directory=base_dir / f"{role}-{i}", role=role)
-        for i, h, p, role in zip(ids, hosts, ports, roles, strict=True)
+        NodeLayout(node_id=i, host=h, port=p, directory=base_dir / f"{role}-{i}", role=role,
+                   metrics_port=m)
+        for i, h, p, role, m in zip(ids, hosts, ports, roles, metrics_ports, strict=True)
     ]
 
 
@@ -152,6 +166,8 @@ def node_properties(node: NodeLayout, nodes: list[NodeLayout], spec: ClusterSpec
         "log.dirs": str(node.directory / "logs"),
         "metadata.log.dir": str(node.metadata_dir),
     }
+    if node.metrics_port is not None:
+        properties["metrics.http.listener"] = f"{node.host}:{node.metrics_port}"
     if spec.test_profile:
         properties.update(TEST_PROFILE_OVERRIDES)
     properties.update(spec.properties)

@@ -8,11 +8,14 @@ Connection problems raise ``quorum.client.ClientError``.
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from typing import Any, Final
 
 from quorum.client import BlockingKafkaConnection, ClientError
 from quorum.describe import describe_quorum_request
+from quorum.metrics import parse_samples
 from quorum.wire.messages import (
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -26,6 +29,7 @@ __all__ = [
     "describe_cluster_at",
     "describe_quorum_at",
     "is_serving",
+    "metrics_at",
     "request_at",
 ]
 
@@ -78,3 +82,16 @@ def append_at(
         address, PykraftAppendRequest(records=tuple(payloads)), timeout=timeout
     )
     return response
+
+
+def metrics_at(
+    address: tuple[str, int], *, timeout: float = DEFAULT_PROBE_TIMEOUT_S
+) -> dict[str, float] | None:
+    """A node's samples from GET /metrics; None if it does not answer."""
+    host, port = address
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout) as answer:
+            text = answer.read().decode("utf-8")
+    except (urllib.error.URLError, OSError):
+        return None
+    return parse_samples(text)

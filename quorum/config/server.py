@@ -28,6 +28,7 @@ from quorum.config.values import (
     ProcessRole,
     SecurityProtocol,
     Voter,
+    parse_host_port,
     parse_host_ports,
     parse_listener_names,
     parse_listeners,
@@ -75,6 +76,8 @@ class ServerConfig:
     security_protocol_map_config: tuple[tuple[str, SecurityProtocol], ...] | None = setting("listener.security.protocol.map", parse_security_protocol_map, None)
     inter_broker_listener_name_config: str | None = setting("inter.broker.listener.name", _listener_name, None)
     socket_request_max_bytes: int = setting("socket.request.max.bytes", INT, "104857600", at_least(1))
+    # pykraft's own key: where GET /metrics answers in Prometheus' text format (unset: nowhere)
+    metrics_http_listener: HostPort | None = setting("metrics.http.listener", parse_host_port, None)
 
     # --- storage (log.dirs; the metadata log, KRaftConfigs) -----------------------------
     log_dirs_config: tuple[str, ...] | None = setting("log.dirs", parse_paths, None)

@@ -21,6 +21,7 @@ __all__ = [
     "ProcessRole",
     "SecurityProtocol",
     "Voter",
+    "parse_host_port",
     "parse_host_ports",
     "parse_listener_names",
     "parse_listeners",
@@ -136,6 +137,13 @@ def parse_voters(text: str) -> tuple[Voter, ...]:
             raise InvalidValue(f"voter ID {node_id} appears more than once")
         voters.append(Voter(node_id, host_port.host, host_port.port))
     return tuple(voters)
+
+
+def parse_host_port(text: str) -> HostPort:
+    host_port = _host_port(text.strip())
+    if host_port is None:
+        raise InvalidValue(f"Failed to parse host and port from {text!r}: use {{host}}:{{port}}")
+    return host_port
 
 
 def parse_host_ports(text: str) -> tuple[HostPort, ...]:

@@ -59,14 +59,23 @@ def short_digest(digest: str) -> str:
 
 @attrs.frozen
 class ImageSummary:
-    """What a node reports of its image besides the provenance."""
+    """What a node reports of its image besides the provenance (tools, metrics)."""
 
     digest: str
     offline_partition_count: int
+    partition_count: int = 0
+    # partitions led by a replica other than the first (Kafka's preferred replica)
+    preferred_imbalance_count: int = 0
 
     @classmethod
     def of(cls, image: MetadataImage) -> ImageSummary:
-        return cls(image_digest(image), len(offline_partitions(image)))
+        partitions = imbalanced = 0
+        for _topic, _index, partition in image.iter_partitions():
+            partitions += 1
+            imbalanced += partition.leader != partition.preferred_leader
+        return cls(
+            image_digest(image), len(offline_partitions(image)), partitions, imbalanced
+        )
 
 
 class LatestImageSummary:

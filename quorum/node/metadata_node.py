@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import trio
 
+from quorum.metrics import NodeMetrics, serve_metrics
 from quorum.node.driver import CoreDriver
 from quorum.node.listener import NodeAddress
 from quorum.node.raft_parts import RaftParts, open_raft_parts
@@ -38,6 +39,7 @@ class MetadataNode:
         self._stop = trio.Event()
         self._started = trio.Event()
         self.address: NodeAddress | None = None
+        self.metrics_address: tuple[str, int] | None = None
 
     # -- views ------------------------------------------------------------------------------
 
@@ -88,3 +90,13 @@ class MetadataNode:
         ) as parts:
             self._driver = parts.driver
             yield parts
+
+    async def serve_metrics(
+        self, nursery: trio.Nursery, settings: RaftNodeSettings, metrics: NodeMetrics
+    ) -> None:
+        """Serve ``metrics`` at ``settings.metrics_listener``, if one is set."""
+        listener = settings.metrics_listener
+        if listener is not None:
+            self.metrics_address = await serve_metrics(
+                nursery, listener.host, listener.port, metrics.text
+            )

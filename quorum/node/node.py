@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import trio
 
 from quorum.config import ServerConfig
+from quorum.metrics import NodeMetrics
 from quorum.node.controller_machine import ControllerMachine
 from quorum.node.controller_part import (
     controller_machine,
@@ -113,6 +114,11 @@ class ControllerNode(MetadataNode):
     ) -> None:
         async with trio.open_nursery() as nursery:
             await parts.start(nursery)
+            metrics = NodeMetrics(
+                core=lambda: parts.core, image=lambda: machine.controller.committed,
+                controller_active=lambda: machine.controller.is_active,
+            )
+            await self.serve_metrics(nursery, self.settings, metrics)
             self.address = await serve_controller_listener(
                 nursery, self.settings, parts.driver, machine
             )

@@ -18,6 +18,7 @@ from typing import Final
 import attrs
 
 from quorum.config import ServerConfig
+from quorum.config.values import HostPort
 from quorum.controller.results import ControllerConfig
 from quorum.log import LogConfig, partition_dir
 from quorum.node.errors import NodeStartupError
@@ -59,6 +60,8 @@ class RaftNodeSettings:
     snapshot_max_bytes: int = 20 * 1024 * 1024
     # ... or once this long has passed with records in no snapshot (0: never by time)
     snapshot_max_interval_ms: int = 3_600_000
+    # where GET /metrics is served (``metrics.http.listener``; None: nowhere)
+    metrics_listener: HostPort | None = None
     reconnect_backoff_max_ms: int = _RECONNECT_BACKOFF_MAX_MS
 
 
@@ -109,6 +112,7 @@ def node_settings(config: ServerConfig, cluster_id: str) -> NodeSettings:
         controller=controller_config(config, cluster_id),
         snapshot_max_bytes=config.metadata_snapshot_max_bytes,
         snapshot_max_interval_ms=config.metadata_snapshot_max_interval_ms,
+        metrics_listener=config.metrics_http_listener,
         reconnect_backoff_max_ms=reconnect_backoff_max_ms(config),
     )
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.probes import describe_quorum_at
+from deploy.probes import describe_quorum_at, metrics_at
 from quorum.describe import quorum_info_from_response
 
 pytestmark = pytest.mark.timeout(120)
@@ -51,6 +51,10 @@ def test_kraft_dev_runs_a_quorum_until_ctrl_c_and_then_stops_every_node(tmp_path
         brokers = re.findall(r"broker (\d): PLAINTEXT://([\d.]+):(\d+)  pid (\d+)", banner)
         assert [int(b[0]) for b in brokers] == [4, 5, 6]
         assert "kraft topics --bootstrap-controller 127.0.0.1:" in banner
+        endpoints = re.findall(r"metrics http://([\d.]+):(\d+)/metrics", banner)
+        assert len(endpoints) == 6
+        scraped = metrics_at((endpoints[0][0], int(endpoints[0][1])))
+        assert scraped is not None and scraped["kafka_raft_current_epoch"] >= 1
 
         process.send_signal(signal.SIGINT)
         assert process.wait(30) == 0

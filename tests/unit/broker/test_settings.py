@@ -34,6 +34,7 @@ BROKER = {
     "metadata.max.retention.bytes": "5000",
     "metadata.log.cleaner.interval.ms": "1500",
     "metadata.log.max.snapshot.interval.ms": "2500",
+    "metrics.http.listener": "0.0.0.0:9404",
 }
 
 
@@ -72,6 +73,7 @@ def test_a_broker_config_maps_onto_the_broker_settings() -> None:
         5000, 1500
     )
     assert settings.snapshot_max_interval_ms == 2500
+    assert settings.metrics_listener is not None and settings.metrics_listener.port == 9404
 
 
 def test_an_advertised_listener_without_a_host_is_advertised_as_localhost() -> None:
@@ -126,5 +128,6 @@ def test_the_sample_combined_node_maps_both_parts_onto_one_metadata_log() -> Non
     assert broker.voters == controller.voters == {1: ("localhost", 9093)}
     # the parts every metadata node shares are mapped the same way for both
     shared = ("node_id", "metadata_partition_dir", "raft", "log", "snapshot_max_bytes",
-              "snapshot_max_interval_ms", "reconnect_backoff_max_ms", "max_request_bytes")
+              "snapshot_max_interval_ms", "metrics_listener", "reconnect_backoff_max_ms",
+              "max_request_bytes")
     assert [getattr(broker, f) for f in shared] == [getattr(controller, f) for f in shared]

@@ -89,7 +89,8 @@ KAFKA_DEFAULTS = {
     "group_initial_rebalance_delay_ms": 3000,
     "metadata_snapshot_max_bytes": 20 * 1024 * 1024,
     "metadata_snapshot_max_interval_ms": 3600 * 1000,
-    # not a Kafka key: Kafka's raft client's hard-coded cleaner interval
+    # not Kafka keys: Kafka's raft client's hard-coded cleaner interval; metrics off
+    "metrics_http_listener": None,
     "metadata_log_cleaner_interval_ms": 60 * 1000,
     "leader_imbalance_check_interval_seconds": 300,
     "initial_broker_registration_timeout_ms": 60000,

@@ -147,7 +147,7 @@ def test_the_latest_summary_hashes_an_image_once_and_a_new_image_again(
     assert latest.of(first) is latest.of(first)
     # another image is hashed; going back to the first hashes it again (one entry kept)
     leaderless = image_of(PartitionChangeRecord(partition_id=0, topic_id=TOPIC, leader=-1))
-    assert latest.of(leaderless) == ImageSummary(image_digest(leaderless), 1)
+    assert latest.of(leaderless) == ImageSummary(image_digest(leaderless), 1, 1, 1)
     assert hashed == [first, leaderless]
     assert latest.of(first).digest == image_digest(first)
     assert len(hashed) == 3

@@ -35,6 +35,19 @@ def test_configs_load_with_the_test_profile_and_extra_properties(tmp_path: Path)
     assert config.quorum_request_timeout_ms == 777
 
 
+def test_with_metrics_every_node_serves_them_on_a_port_of_its_own(tmp_path: Path) -> None:
+    spec = ClusterSpec(controllers=2, brokers=1, metrics=True)
+    nodes = plan_layout(tmp_path, spec)
+    ports = [n.metrics_port for n in nodes]
+    assert None not in ports and len({*ports, *(n.port for n in nodes)}) == 6
+    write_configs(nodes, spec, {})
+    listener = load_server_config(nodes[2].config_path).metrics_http_listener
+    assert listener is not None and (listener.host, listener.port) == ("127.0.0.1", ports[2])
+    fixed = plan_layout(tmp_path, ClusterSpec(controllers=2, base_port=19091, metrics=True))
+    assert [n.metrics_port for n in fixed] == [19191, 19192]
+    assert all(n.metrics_port is None for n in plan_layout(tmp_path, ClusterSpec()))
+
+
 def test_with_link_proxies_each_node_reaches_the_others_through_its_own_links(
     tmp_path: Path,
 ) -> None:
