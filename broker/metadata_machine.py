@@ -40,6 +40,7 @@ from quorum.log import OffsetAndEpoch, ReplicatedLog
 from quorum.node.inputs import ControllerCall
 from quorum.node.snapshot_policy import SnapshotPolicy, write_image_snapshot
 from quorum.raft import OffsetRange, RaftCore, Ready
+from quorum.raft.snapshots import snapshot_timestamp_ms
 
 __all__ = ["BrokerMetadataMachine", "ImageListener"]
 
@@ -63,6 +64,7 @@ class BrokerMetadataMachine:
         self._snapshots = SnapshotPolicy(
             max_bytes=snapshot_max_bytes, max_interval_ms=snapshot_max_interval_ms
         )
+        self._last_timestamp_ms = 0  # of the last record replayed (snapshot headers)
         self._image = EMPTY_IMAGE
         self._assignments: dict[PartitionKey, PartitionAssignment] = {}
         self._listeners: list[ImageListener] = []
@@ -131,6 +133,7 @@ class BrokerMetadataMachine:
     def load_snapshot(self, log: ReplicatedLog, snapshot_id: OffsetAndEpoch, now_ms: int) -> None:
         """Replace the image with the snapshot's (it holds everything before its offset)."""
         image = read_snapshot(log.read_snapshot(snapshot_id), snapshot_id)
+        self._last_timestamp_ms = snapshot_timestamp_ms(log, snapshot_id) or 0
         self._snapshots.reset(now_ms)
         logger.info("loaded metadata snapshot %d-%d", snapshot_id.offset, snapshot_id.epoch)
         self._publish(image)
@@ -150,9 +153,11 @@ class BrokerMetadataMachine:
         epoch = self._image.provenance.epoch if read.last_epoch is None else read.last_epoch
         records = [record for _, record in read.records]
         self._publish(fold_records(self._image, records, Provenance(committed.end, epoch)))
+        if read.last_timestamp_ms is not None:
+            self._last_timestamp_ms = read.last_timestamp_ms
         reason = self._snapshots.replayed(read.size_bytes, now_ms)
         if reason is not None:
-            write_image_snapshot(core, self._image, reason)
+            write_image_snapshot(core, self._image, reason, timestamp_ms=self._last_timestamp_ms)
             self._snapshots.reset(now_ms)
 
     # -- publication --------------------------------------------------------------------------

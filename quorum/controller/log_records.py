@@ -52,6 +52,8 @@ class LogBatch:
     records: tuple[tuple[int, MetadataRecord], ...]
     # the batch's bytes in the log (what snapshot policies count)
     size_bytes: int = 0
+    # the batch's max timestamp (the leader's clock when it appended the batch)
+    max_timestamp: int = -1
 
     @property
     def next_offset(self) -> int:
@@ -94,6 +96,7 @@ def iter_log_batches(data: bytes | memoryview) -> Iterator[LogBatch]:
             is_control=header.is_control,
             records=() if header.is_control else _decode(batch),
             size_bytes=length,
+            max_timestamp=header.max_timestamp,
         )
         pos += length
 
@@ -111,20 +114,24 @@ class CommittedRecords:
     # the epoch of the batch holding the range's last offset; None for an empty range
     last_epoch: int | None
     size_bytes: int
+    # the max timestamp of the range's last batch; None for an empty range
+    last_timestamp_ms: int | None = None
 
 
 def read_committed_range(
     log: ReplicatedLog, start: int, end: int, *, max_bytes: int = READ_CHUNK_BYTES
 ) -> CommittedRecords:
-    """``read_committed_records`` plus the bytes of the batches read."""
+    """``read_committed_records`` plus the bytes and the last timestamp of the batches read."""
     size = 0
+    timestamp: int | None = None
 
     def count(batch: LogBatch) -> None:
-        nonlocal size
+        nonlocal size, timestamp
         size += batch.size_bytes
+        timestamp = batch.max_timestamp
 
     records, last_epoch = read_committed_records(log, start, end, max_bytes=max_bytes, on_batch=count)
-    return CommittedRecords(records, last_epoch, size)
+    return CommittedRecords(records, last_epoch, size, timestamp)
 
 
 def read_committed_records(

@@ -32,6 +32,7 @@ from quorum.log import OffsetAndEpoch
 from quorum.node.inputs import ControllerCall
 from quorum.node.snapshot_policy import SnapshotPolicy, write_image_snapshot
 from quorum.raft import Leader, OffsetRange, RaftCore, Ready
+from quorum.raft.snapshots import snapshot_timestamp_ms
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import PartitionChangeRecord, PartitionRecord, RemoveTopicRecord
 from quorum.wire.metadata_serde import encode_metadata_record
@@ -64,6 +65,7 @@ class ControllerMachine:
         self._snapshots = SnapshotPolicy(
             max_bytes=snapshot_max_bytes, max_interval_ms=snapshot_max_interval_ms
         )
+        self._last_timestamp_ms = 0  # of the last record replayed (snapshot headers)
         self._answers: deque[_Answer] = deque()
         self._epoch = -1  # the epoch this node leads in while active
         # where the records just computed will land (checked when they are proposed)
@@ -136,6 +138,7 @@ class ControllerMachine:
         assert not self.controller.is_active, "a leader never loads a snapshot"
         image = read_snapshot(core.log.read_snapshot(snapshot_id), snapshot_id)
         self.controller.load_snapshot(image)
+        self._last_timestamp_ms = snapshot_timestamp_ms(core.log, snapshot_id) or 0
         self._snapshots.reset(now_ms)
         logger.info("loaded metadata snapshot %d-%d", snapshot_id.offset, snapshot_id.epoch)
 
@@ -150,11 +153,15 @@ class ControllerMachine:
             [record for _, record in read.records], committed.end,
             controller.committed.provenance.epoch if last_epoch is None else last_epoch,
         )
+        if read.last_timestamp_ms is not None:
+            self._last_timestamp_ms = read.last_timestamp_ms
         if any(isinstance(r, _PARTITION_RECORDS) for _, r in read.records):
             self._report_offline()
         reason = self._snapshots.replayed(read.size_bytes, now_ms)
         if reason is not None:
-            write_image_snapshot(core, controller.committed, reason)
+            write_image_snapshot(
+                core, controller.committed, reason, timestamp_ms=self._last_timestamp_ms
+            )
             self._snapshots.reset(now_ms)
 
     def _report_offline(self) -> None:

@@ -127,6 +127,7 @@ def metadata_raft_config(config: ServerConfig) -> RaftConfig:
         retry_backoff_ms=config.quorum_retry_backoff_ms,
         append_linger_ms=config.quorum_append_linger_ms,
         metadata_max_retention_bytes=config.metadata_max_retention_bytes,
+        metadata_max_retention_ms=config.metadata_max_retention_ms,
         log_cleaner_interval_ms=config.metadata_log_cleaner_interval_ms,
     )
 

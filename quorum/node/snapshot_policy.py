@@ -64,8 +64,11 @@ class SnapshotPolicy:
         self._last_ms = now_ms
 
 
-def write_image_snapshot(core: RaftCore, image: MetadataImage, reason: SnapshotReason) -> bool:
-    """Write ``image`` (committed, replayed whole) as a snapshot through ``core``.
+def write_image_snapshot(
+    core: RaftCore, image: MetadataImage, reason: SnapshotReason, *, timestamp_ms: int
+) -> bool:
+    """Write ``image`` (committed, replayed whole) as a snapshot through ``core``;
+    ``timestamp_ms`` is the time of its last record (the retention by age reads it).
 
     False when a snapshot at or past its offset exists already (one loaded from
     the leader, say) or the core refuses it (``create_snapshot`` says why).
@@ -74,7 +77,7 @@ def write_image_snapshot(core: RaftCore, image: MetadataImage, reason: SnapshotR
     latest = core.log.latest_snapshot_id
     if latest is not None and latest.offset >= snapshot_id.offset:
         return False
-    data = write_snapshot(image, last_contained_timestamp_ms=0)
+    data = write_snapshot(image, last_contained_timestamp_ms=timestamp_ms)
     if not core.create_snapshot(snapshot_id, data):
         return False
     logger.info(

@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_FETCH_MAX_WAIT_MS",
     "DEFAULT_LOG_CLEANER_INTERVAL_MS",
     "DEFAULT_METADATA_MAX_RETENTION_BYTES",
+    "DEFAULT_METADATA_MAX_RETENTION_MS",
     "MAX_BATCH_SIZE_BYTES",
     "OBSERVER_SESSION_TIMEOUT_MS",
     "RaftConfig",
@@ -25,6 +26,7 @@ DEFAULT_FETCH_MAX_WAIT_MS: Final = 500
 MAX_BATCH_SIZE_BYTES: Final = 8 * 1024 * 1024
 OBSERVER_SESSION_TIMEOUT_MS: Final = 300_000
 DEFAULT_METADATA_MAX_RETENTION_BYTES: Final = 100 * 1024 * 1024
+DEFAULT_METADATA_MAX_RETENTION_MS: Final = 7 * 24 * 3600 * 1000
 DEFAULT_LOG_CLEANER_INTERVAL_MS: Final = 60_000
 
 
@@ -65,6 +67,12 @@ class RaftConfig:
     # moves to the next one; the latest snapshot is always kept. -1: no limit.
     metadata_max_retention_bytes: int = attrs.field(
         default=DEFAULT_METADATA_MAX_RETENTION_BYTES, validator=_retention
+    )
+    # Kafka's metadata.max.retention.ms: a snapshot whose last contained record is
+    # older than this goes too (with the log before the next one), the latest never.
+    # Compared with the core's clock, which stamps the leader's batches. -1: no limit.
+    metadata_max_retention_ms: int = attrs.field(
+        default=DEFAULT_METADATA_MAX_RETENTION_MS, validator=_retention
     )
     # How often that rule is applied. Kafka's raft client checks every 60 s
     # (hard-coded); between checks a snapshot that a follower is downloading

@@ -173,10 +173,13 @@ class RaftCore:
         """
         return create_snapshot(self._ctx, snapshot_id, data)
 
-    def maybe_clean_log(self) -> bool:
-        """Move the log start up to a snapshot per ``metadata_max_retention_bytes``."""
+    def maybe_clean_log(self, now_ms: int) -> bool:
+        """Move the log start up to a snapshot per the retention bytes and ms."""
         ctx = self._ctx
-        return maybe_clean(ctx.log, ctx.config.metadata_max_retention_bytes)
+        config = ctx.config
+        return maybe_clean(
+            ctx.log, config.metadata_max_retention_bytes, config.metadata_max_retention_ms, now_ms
+        )
 
     # -- inputs ------------------------------------------------------------------------
 
@@ -227,7 +230,7 @@ class RaftCore:
         ctx.requests.expire(now_ms)
         if now_ms >= ctx.next_cleaning_ms:
             ctx.next_cleaning_ms = now_ms + ctx.config.log_cleaner_interval_ms
-            self.maybe_clean_log()
+            self.maybe_clean_log(now_ms)
         state = ctx.state
         if isinstance(state, Unattached):
             deadline = state.election_deadline_ms

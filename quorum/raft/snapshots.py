@@ -4,13 +4,16 @@
   that the log can vouch for: the id's offset at or below the committed
   offset, at a batch boundary, and its epoch that of the batch ending there
   (Kafka's ``validateOffsetAndEpoch``, checked exactly).
-* ``maybe_clean``: Kafka's ``metadata.max.retention.bytes`` rule, applied by
-  the core every ``log_cleaner_interval_ms``. While the log and all its
-  snapshots hold more bytes than the limit, the oldest snapshot goes and the
-  log start moves up to the next one; the latest snapshot always stays. (The
-  ``metadata.max.retention.ms`` half of Kafka's rule needs the snapshots'
-  timestamps, which the core does not read: not applied.) Invariant: a log whose start is above 0 has a
-  snapshot at its start (``delete_before`` moves the start only to one).
+* ``maybe_clean``: Kafka's retention rules, applied by the core every
+  ``log_cleaner_interval_ms``, size first, then time. While the log and all
+  its snapshots hold more bytes than ``metadata.max.retention.bytes``, or
+  while the oldest snapshot's last record is older than
+  ``metadata.max.retention.ms``, the oldest snapshot goes and the log start
+  moves up to the next one; the latest snapshot always stays. A snapshot's
+  time is the timestamp of its first batch (the header, stamped with the
+  last contained record's time, as Kafka reads it). Invariant: a log whose
+  start is above 0 has a snapshot at its start (``delete_before`` moves the
+  start only to one).
 * ``install_snapshot``: a follower empties its log at a snapshot it just
   downloaded, or already held.
 * ``recover_at_start``: the log a node starts with, made consistent (a crash
@@ -20,11 +23,14 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
+
 from quorum.log.protocol import OffsetAndEpoch, ReplicatedLog
 from quorum.raft.context import CoreContext
 from quorum.raft.errors import InvalidSnapshotIdError, RaftError
 from quorum.raft.states import Follower
-from quorum.wire.batch import BatchHeader
+from quorum.wire.batch import BATCH_HEADER_SIZE, BatchHeader
 from quorum.wire.errors import WireError
 
 __all__ = [
@@ -34,6 +40,7 @@ __all__ = [
     "maybe_clean",
     "recover_at_start",
     "snapshot_id_problem",
+    "snapshot_timestamp_ms",
 ]
 
 # written by ``kafka-storage format`` for dynamic quorums; never served or loaded as state
@@ -86,15 +93,43 @@ def _stored_bytes(log: ReplicatedLog) -> int:
     return log.size_in_bytes + sum(log.snapshot_size(s) for s in log.snapshot_ids())
 
 
-def maybe_clean(log: ReplicatedLog, retention_bytes: int) -> bool:
-    """Apply the retention rule once; True if the log start moved."""
-    if retention_bytes < 0:
-        return False
+def snapshot_timestamp_ms(log: ReplicatedLog, snapshot_id: OffsetAndEpoch) -> int | None:
+    """The time of a snapshot's last contained record: its first batch's max timestamp.
+
+    None for a snapshot without a whole first batch header (not one this code wrote).
+    """
+    head = log.read_snapshot(snapshot_id, 0, BATCH_HEADER_SIZE)
+    try:
+        return BatchHeader.parse(head, 0).max_timestamp
+    except WireError:
+        return None
+
+
+def _older_than(log: ReplicatedLog, snapshot_id: OffsetAndEpoch, limit_ms: int, now_ms: int
+                ) -> bool:
+    timestamp = snapshot_timestamp_ms(log, snapshot_id)
+    return timestamp is not None and now_ms - timestamp > limit_ms
+
+
+def maybe_clean(
+    log: ReplicatedLog, retention_bytes: int, retention_ms: int = -1, now_ms: int = 0
+) -> bool:
+    """Apply the retention rules once (-1 turns a rule off); True if the log start moved."""
+    moved = False
+    if retention_bytes >= 0:
+        moved |= _clean_while(log, lambda _oldest: _stored_bytes(log) > retention_bytes)
+    if retention_ms >= 0:
+        moved |= _clean_while(log, lambda oldest: _older_than(log, oldest, retention_ms, now_ms))
+    return moved
+
+
+def _clean_while(log: ReplicatedLog, breached: Callable[[OffsetAndEpoch], bool]) -> bool:
+    """Drop the oldest snapshot (start the log at the next) while ``breached(oldest)``."""
     # a snapshot past the log end (a crash mid-download) cannot be a log start
     ids = [s for s in log.snapshot_ids() if s.offset <= log.log_end_offset]
     moved = False
-    for nxt in ids[1:]:
-        if _stored_bytes(log) <= retention_bytes or not log.delete_before(nxt):
+    for oldest, nxt in itertools.pairwise(ids):
+        if not breached(oldest) or not log.delete_before(nxt):
             break
         moved = True
     return moved

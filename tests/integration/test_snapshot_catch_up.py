@@ -12,6 +12,7 @@ unfenced and hold the controllers' image.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -22,6 +23,7 @@ from deploy import ClusterSpec, LocalCluster
 from quorum.config import load_server_config
 from quorum.node.settings import node_settings
 from quorum.storage import METADATA_PARTITION_DIR
+from quorum.wire.batch import BATCH_HEADER_SIZE, BatchHeader
 from quorum.wire.error_codes import Errors
 from tests.integration.test_brokers import (
     active_image,
@@ -70,6 +72,14 @@ def snapshot_offsets(cluster: LocalCluster, node_id: int) -> list[int]:
     return sorted(int(m[1]) for name in names if (m := _CHECKPOINT.fullmatch(name)))
 
 
+def snapshot_ages_ms(cluster: LocalCluster, node_id: int) -> list[float]:
+    """How long ago (wall clock) the last record of each snapshot was appended."""
+    now_ms = time.time() * 1000
+    paths = (p for p in partition_dir(cluster, node_id).iterdir() if _CHECKPOINT.fullmatch(p.name))
+    return [now_ms - BatchHeader.parse(p.read_bytes()[:BATCH_HEADER_SIZE], 0).max_timestamp
+            for p in paths]
+
+
 def segment_offsets(cluster: LocalCluster, node_id: int) -> list[int]:
     return sorted(int(p.stem) for p in partition_dir(cluster, node_id).glob("*.log"))
 
@@ -114,6 +124,9 @@ def test_a_fresh_broker_behind_the_log_start_loads_a_snapshot(cluster: LocalClus
         log_start_moved, "the controllers' log start past offset 0", 2 * interval_s + _DEADLINE_S
     )
     assert fresh not in broker_states(active_image(cluster))
+    # each snapshot is stamped with its last record's append time (metadata.max.retention.ms)
+    ages = snapshot_ages_ms(cluster, cluster.node_ids[0])
+    assert ages and all(0 <= age < 120_000 for age in ages), ages
 
     cluster.start_node(fresh)
     cluster.wait_for(lambda: broker_states(active_image(cluster)).get(fresh) is False or None,

@@ -23,7 +23,8 @@ import attrs
 
 from quorum.log import MemoryLog, OffsetAndEpoch
 from quorum.raft.output import OffsetRange, Ready
-from quorum.wire.records import iter_batches
+from quorum.wire.batch import BatchHeader, batch_size_at
+from quorum.wire.records import build_batch_from_values, iter_batches
 
 from .committed import InvariantViolation
 from .digest import GENESIS, chain
@@ -43,7 +44,11 @@ class SnapshotContent:
 
 
 def parse_snapshot(data: bytes) -> SnapshotContent:
-    header, _, body = data.partition(b"\n")
+    # a first batch stamped with the last record's time (what the retention by age reads)
+    stamp = batch_size_at(data, 0)
+    if stamp is None:
+        raise InvariantViolation("a snapshot without its stamp batch")
+    header, _, body = data[stamp:].partition(b"\n")
     end, count, digest_hex = header.split(b" ")
     tail = tuple(body.split(b"\n")) if body else ()
     content = SnapshotContent(int(end), int(count), bytes.fromhex(digest_hex.decode()), tail)
@@ -58,6 +63,7 @@ class SimMachine:
         self.snapshot_every = snapshot_every
         self.end = 0  # offsets below are applied
         self.last_epoch = 0  # epoch of the batch that ends at ``end``
+        self.last_timestamp = 0  # max timestamp of that batch
         self.count = 0
         self.digest = GENESIS
         self.tail: list[bytes] = []
@@ -87,6 +93,7 @@ class SimMachine:
         if content.end != snapshot_id.offset:
             raise InvariantViolation(f"snapshot {snapshot_id} holds state up to {content.end}")
         self.end, self.last_epoch = snapshot_id.offset, snapshot_id.epoch
+        self.last_timestamp = BatchHeader.parse(data, 0).max_timestamp
         self.count, self.digest, self.tail = content.count, content.digest, list(content.tail)
         self.since_snapshot = 0
         self.loads.append((snapshot_id, first))
@@ -100,6 +107,7 @@ class SimMachine:
         added: list[bytes] = []
         for batch in iter_batches(read.records):
             self.last_epoch = batch.header.partition_leader_epoch
+            self.last_timestamp = batch.header.max_timestamp
             if not batch.header.is_control:
                 added += [record.value or b"" for record in batch.records]
         self.tail = (self.tail + added)[-TAIL:]
@@ -112,4 +120,5 @@ class SimMachine:
         """This machine's state as a snapshot id and bytes; resets the counter."""
         self.since_snapshot = 0
         header = b"%d %d %s\n" % (self.end, self.count, self.digest.hex().encode())
-        return OffsetAndEpoch(self.end, self.last_epoch), header + b"\n".join(self.tail)
+        stamp = build_batch_from_values([b""], timestamp=self.last_timestamp)
+        return OffsetAndEpoch(self.end, self.last_epoch), stamp + header + b"\n".join(self.tail)

@@ -158,7 +158,8 @@ def test_a_snapshot_that_does_not_hold_the_committed_values_is_caught() -> None:
     log = node.disk.log
     end = log.log_end_offset
     epoch = log.last_fetched_epoch
-    log.create_snapshot(OffsetAndEpoch(end, epoch), b"%d 1 %s\nforged" % (end, bytes(16).hex().encode()))
+    forged = b"%d 1 %s\nforged" % (end, bytes(16).hex().encode())
+    log.create_snapshot(OffsetAndEpoch(end, epoch), build_batch_from_values([b""]) + forged)
     with pytest.raises(InvariantViolation, match="not the committed ones"):
         sim.invariants.check()
 

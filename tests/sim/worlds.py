@@ -58,6 +58,7 @@ def with_snapshots(
     retention_bytes: tuple[int, ...] = (0, 1_500, 6_000, 30_000),
     cleaner_ms: tuple[int, ...] = (500, 1_500, 5_000),
     chunk_bytes: tuple[int, ...] = (16, 50, 1 << 20),
+    retention_ms: tuple[int, ...] = (-1, 1_000, 5_000, 604_800_000),
 ) -> World:
     """Snapshots every N committed offsets, a retention budget and cleaning interval, and a
     FetchSnapshot chunk size.
@@ -72,4 +73,7 @@ def with_snapshots(
         # longer than a download of a few chunks: a cleaning may restart one, not starve it
         log_cleaner_interval_ms=rng.choice(cleaner_ms),
     )
-    return attrs.evolve(world, config=config, snapshot_every=rng.choice(every))
+    every_choice = rng.choice(every)
+    # drawn last: the draws above (and so a seed's world) are what they were before it
+    config = attrs.evolve(config, metadata_max_retention_ms=rng.choice(retention_ms))
+    return attrs.evolve(world, config=config, snapshot_every=every_choice)

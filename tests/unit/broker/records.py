@@ -95,9 +95,12 @@ def fold(records: Sequence[MetadataRecord], image: MetadataImage = EMPTY_IMAGE) 
     return fold_records(image, list(records), Provenance(end, 1))
 
 
-def append_records(log: MemoryLog, records: Sequence[MetadataRecord], *, epoch: int = 1) -> None:
-    """One batch of ``records`` appended as the leader of ``epoch`` would."""
+def append_records(
+    log: MemoryLog, records: Sequence[MetadataRecord], *, epoch: int = 1, timestamp: int = 0
+) -> None:
+    """One batch of ``records`` appended as the leader of ``epoch`` would (at ``timestamp``)."""
     batch = build_batch(
-        [Record(offset_delta=i, value=encode_metadata_record(r)) for i, r in enumerate(records)]
+        [Record(offset_delta=i, value=encode_metadata_record(r)) for i, r in enumerate(records)],
+        base_timestamp=timestamp,
     )
     log.append(batch, epoch=epoch)

@@ -18,6 +18,7 @@ from quorum.controller.snapshot import read_snapshot, write_snapshot
 from quorum.log import MemoryLog, OffsetAndEpoch
 from quorum.node.inputs import ControllerCall
 from quorum.raft import LeaderAndEpoch, OffsetRange, RaftCore, Ready
+from quorum.raft.snapshots import snapshot_timestamp_ms
 from quorum.wire.messages import CreateTopicsRequest
 from quorum.wire.metadata_serde import MetadataRecord
 
@@ -161,6 +162,21 @@ def test_the_broker_snapshots_when_records_arrive_after_the_interval() -> None:
     assert image_digest(
         read_snapshot(log.read_snapshot(OffsetAndEpoch(7, 3)), OffsetAndEpoch(7, 3))
     ) == image_digest(machine.image)
+
+
+def test_a_snapshot_carries_the_time_of_its_last_record() -> None:
+    log = MemoryLog()
+    for records, timestamp in ((FIRST, 1_000), (SECOND, 2_000), (THIRD, 3_000)):
+        append_records(log, records, epoch=3, timestamp=timestamp)
+    core = cast(RaftCore, CommittedCore(log))
+    machine = BrokerMetadataMachine(broker_id=BROKER, snapshot_max_bytes=1)
+    machine.observe(ready(OffsetRange(0, 6)), core, 0)
+    assert snapshot_timestamp_ms(log, OffsetAndEpoch(6, 3)) == 2_000
+    # a broker that starts from that snapshot stamps its next one with the next batch's time
+    again = BrokerMetadataMachine(broker_id=BROKER, snapshot_max_bytes=1)
+    again.observe(ready(loaded_snapshot=OffsetAndEpoch(6, 3)), core, 0)
+    again.observe(ready(OffsetRange(6, 7)), core, 0)
+    assert snapshot_timestamp_ms(log, OffsetAndEpoch(7, 3)) == 3_000
 
 
 def test_a_broker_machine_never_proposes() -> None:

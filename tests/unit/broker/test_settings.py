@@ -32,6 +32,7 @@ BROKER = {
     "log.dirs": "/data/kafka",
     "metadata.log.dir": "/data/meta",
     "metadata.max.retention.bytes": "5000",
+    "metadata.max.retention.ms": "86400000",
     "metadata.log.cleaner.interval.ms": "1500",
     "metadata.log.max.snapshot.interval.ms": "2500",
     "metrics.http.listener": "0.0.0.0:9404",
@@ -73,6 +74,7 @@ def test_a_broker_config_maps_onto_the_broker_settings() -> None:
         5000, 1500
     )
     assert settings.snapshot_max_interval_ms == 2500
+    assert settings.raft.metadata_max_retention_ms == 86_400_000
     assert settings.metrics_listener is not None and settings.metrics_listener.port == 9404
 
 

@@ -14,6 +14,7 @@ from quorum.raft.core import RaftCore
 from quorum.raft.errors import InvalidSnapshotIdError, RaftError
 from quorum.raft.output import Ready
 from quorum.raft.rpc import FetchAnswer
+from quorum.raft.snapshots import snapshot_timestamp_ms
 from quorum.wire.batch import set_base_offset
 from quorum.wire.messages import FetchRequest
 from quorum.wire.records import build_batch_from_values
@@ -100,16 +101,16 @@ def test_the_log_start_moves_to_the_next_snapshot_only_over_the_retention_bytes(
     core = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=10_000)
     core.create_snapshot(OffsetAndEpoch(3, 1), b"a")
     core.create_snapshot(OffsetAndEpoch(5, 1), b"b")
-    assert not core.maybe_clean_log()
+    assert not core.maybe_clean_log(now_ms=0)
     log: MemoryLog = core.log
     assert log.log_start_offset == 0 and len(log.snapshot_ids()) == 2  # under the limit
     small = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=1)
     small.create_snapshot(OffsetAndEpoch(3, 1), b"a")
-    assert not small.maybe_clean_log()
+    assert not small.maybe_clean_log(now_ms=0)
     assert small.log.log_start_offset == 0  # the only snapshot is the latest: kept with its log
     small.create_snapshot(OffsetAndEpoch(5, 1), b"b")
     assert small.log.log_start_offset == 0  # nothing moves until the rule is applied
-    assert small.maybe_clean_log()
+    assert small.maybe_clean_log(now_ms=0)
     assert small.log.log_start_offset == 5
     assert small.log.snapshot_ids() == [OffsetAndEpoch(5, 1)]
 
@@ -119,7 +120,7 @@ def test_no_retention_limit_keeps_every_snapshot_and_the_whole_log() -> None:
     for offset in (2, 4, 6):
         core.create_snapshot(OffsetAndEpoch(offset, 1), b"x" * 1000)
     assert core.log.log_start_offset == 0 and len(core.log.snapshot_ids()) == 3
-    assert core.maybe_clean_log() is False
+    assert core.maybe_clean_log(now_ms=0) is False
 
 
 def test_several_old_snapshots_go_in_one_cleaning_until_one_is_left() -> None:
@@ -127,7 +128,7 @@ def test_several_old_snapshots_go_in_one_cleaning_until_one_is_left() -> None:
     for offset in (2, 4, 6):
         core.create_snapshot(OffsetAndEpoch(offset, 1), b"x" * 10)
     assert core.log.log_start_offset == 0 and len(core.log.snapshot_ids()) == 3
-    assert core.maybe_clean_log()
+    assert core.maybe_clean_log(now_ms=0)
     assert core.log.log_start_offset == 6
     assert core.log.snapshot_ids() == [OffsetAndEpoch(6, 1)]
 
@@ -224,3 +225,49 @@ def test_a_follower_fetches_from_the_snapshot_after_a_restart() -> None:
     ((_, _, fetch),) = requests_in(ready, FetchRequest)
     part = fetch.topics[0].partitions[0]
     assert (part.fetch_offset, part.last_fetched_epoch) == (8, 2)
+
+
+def stamped(timestamp_ms: int) -> bytes:
+    """Snapshot bytes whose first batch (the header's) carries ``timestamp_ms``."""
+    return build_batch_from_values([b"header"], timestamp=timestamp_ms)
+
+
+def test_a_snapshot_older_than_the_retention_ms_goes_with_the_log_before_the_next() -> None:
+    core = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=-1,
+                            metadata_max_retention_ms=1_000)
+    core.create_snapshot(OffsetAndEpoch(3, 1), stamped(5_000))
+    core.create_snapshot(OffsetAndEpoch(5, 1), stamped(9_000))
+    assert snapshot_timestamp_ms(core.log, OffsetAndEpoch(3, 1)) == 5_000
+    # Kafka's test: strictly older than now - retention
+    assert not core.maybe_clean_log(now_ms=6_000)
+    assert core.log.log_start_offset == 0
+    assert core.maybe_clean_log(now_ms=6_001)
+    assert core.log.log_start_offset == 5
+    # the latest stays however old it gets
+    assert not core.maybe_clean_log(now_ms=10**9)
+    assert core.log.snapshot_ids() == [OffsetAndEpoch(5, 1)]
+
+
+def test_the_time_rule_stops_at_the_first_young_snapshot_and_minus_one_turns_it_off() -> None:
+    core = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=-1,
+                            metadata_max_retention_ms=1_000)
+    for offset, timestamp in ((2, 1_000), (3, 8_000), (4, 2_000), (6, 9_000)):
+        core.create_snapshot(OffsetAndEpoch(offset, 1), stamped(timestamp))
+    assert core.maybe_clean_log(now_ms=8_500)
+    # 2 was old; 3 is young, so 4 (old) stays behind it: oldest first, as Kafka cleans
+    assert core.log.log_start_offset == 3
+    assert [s.offset for s in core.log.snapshot_ids()] == [3, 4, 6]
+    off = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=-1,
+                           metadata_max_retention_ms=-1)
+    off.create_snapshot(OffsetAndEpoch(3, 1), stamped(0))
+    off.create_snapshot(OffsetAndEpoch(5, 1), stamped(0))
+    assert not off.maybe_clean_log(now_ms=10**12)
+
+
+def test_a_snapshot_without_a_readable_first_batch_is_never_aged_out() -> None:
+    core = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=-1,
+                            metadata_max_retention_ms=0)
+    core.create_snapshot(OffsetAndEpoch(3, 1), b"not a batch")
+    core.create_snapshot(OffsetAndEpoch(5, 1), stamped(0))
+    assert snapshot_timestamp_ms(core.log, OffsetAndEpoch(3, 1)) is None
+    assert not core.maybe_clean_log(now_ms=10**12)

@@ -75,7 +75,7 @@ def test_a_last_fetched_epoch_older_than_the_oldest_snapshot_gets_the_snapshot_i
     commit_batches(core, 2)
     assert core.create_snapshot(OffsetAndEpoch(4, 2), b"a")
     assert core.create_snapshot(OffsetAndEpoch(5, 3), b"b")
-    assert core.maybe_clean_log() and core.log.log_start_offset == 5
+    assert core.maybe_clean_log(now_ms=0) and core.log.log_start_offset == 5
     request = fetch_request(2, core.epoch, offset=6, last_epoch=1)
     assert response_to(core.handle(request, NOW), request).snapshot_id == OffsetAndEpoch(5, 3)
 
@@ -108,7 +108,7 @@ def test_a_parked_fetch_waiting_at_the_new_log_start_is_completed_with_records()
     assert response_to(core.handle(parked, NOW), parked) is None  # at the end: parked
     assert core.create_snapshot(OffsetAndEpoch(2, 1), b"a")
     assert core.create_snapshot(OffsetAndEpoch(4, 1), b"b")
-    assert core.maybe_clean_log()
+    assert core.maybe_clean_log(now_ms=0)
     assert core.log.log_start_offset == 4 == core.log.log_end_offset
     answer = response_to(core.propose([b"x"], NOW), parked)
     assert answer is not None and answer.snapshot_id is None and len(answer.records) > 0
