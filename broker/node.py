@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from broker.forwarding import ControllerForwarder
 from broker.lifecycle import (
     BrokerLifecycle,
     BrokerState,
@@ -258,9 +259,23 @@ class BrokerNode(MetadataNode):
             listener_name=address.listener_name, host=address.host, port=address.port,
             rack=settings.rack,
         )
-        router = BrokerRouter(view=view, image=lambda: self.machine.image)
+        forwarder = ControllerForwarder(
+            settings.voters, request_timeout_ms=settings.raft.request_timeout_ms
+        )
+        nursery.start_soon(_close_when_cancelled, forwarder)
+        router = BrokerRouter(
+            view=view, image=lambda: self.machine.image, forwarder=forwarder, nursery=nursery
+        )
         await serve_listener(nursery, listeners, router, max_frame_bytes=settings.max_request_bytes)
         logger.info("broker %d ready: %s", self.node_id, address)
+
+
+async def _close_when_cancelled(forwarder: ControllerForwarder) -> None:
+    try:
+        await trio.sleep_forever()
+    finally:
+        with trio.CancelScope(shield=True):
+            await forwarder.aclose()
 
 
 async def _run_then_set(fn: Callable[[], Awaitable[None]], done: trio.Event) -> None:

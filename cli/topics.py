@@ -2,9 +2,11 @@
 
 ``--create``, ``--list``, ``--describe``, ``--alter --partitions`` and
 ``--delete`` with Kafka's option names and output lines. Requests go to the
-active controller through ``--bootstrap-controller`` (brokers forward them
-once the data plane exists). ``--describe`` reads the active controller's
-committed image (PykraftDescribeImage) and prints Kafka's layout; with
+active controller through ``--bootstrap-controller``, or to a broker through
+``--bootstrap-server`` (the broker forwards them to the active controller).
+``--describe`` reads the committed image of the active controller or of that
+broker (PykraftDescribeImage; a broker's may trail the controller's by the
+records it has not fetched yet) and prints Kafka's layout; with
 ``--unavailable-partitions`` only partitions without a leader,
 ``--under-replicated-partitions`` only those whose ISR is smaller than the
 replica set, ``--under-min-isr-partitions`` only those below their topic's
@@ -22,6 +24,7 @@ import trio
 
 from cli.console import fail
 from cli.metadata_quorum import _bootstrap
+from quorum.client import ClientError, TrioKafkaConnection
 from quorum.controller_client import ControllerChannel, ControllerUnavailableError
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
@@ -117,20 +120,41 @@ def _check(error_code: int, message: str | None, topic: str) -> None:
         fail(f"Error while executing topic command : {message or error.name} (topic {topic}: {error.name})")
 
 
-async def _call(bootstrap: str, request: Any) -> Any:
-    async with ControllerChannel(_bootstrap(bootstrap, "--bootstrap-controller")) as channel:
-        return await channel.call(request)
+class _Target:
+    """Where requests go: the active controller, or the first broker that answers."""
 
+    def __init__(self, *, controllers: str | None, servers: str | None) -> None:
+        if (controllers is None) == (servers is None):
+            fail("Only one of --bootstrap-server or --bootstrap-controller must be specified")
+        self.controllers = controllers
+        self.servers = servers
 
-def _run(bootstrap: str, request: Any) -> Any:
-    try:
-        return trio.run(_call, bootstrap, request)
-    except ControllerUnavailableError as exc:
-        fail(f"Error while executing topic command : {exc}")
+    async def call(self, request: Any) -> Any:
+        if self.controllers is not None:
+            bootstrap = _bootstrap(self.controllers, "--bootstrap-controller")
+            async with ControllerChannel(bootstrap) as channel:
+                return await channel.call(request)
+        assert self.servers is not None
+        problems = []
+        for address in _bootstrap(self.servers, "--bootstrap-server"):
+            try:
+                with trio.fail_after(_TIMEOUT_MS / 1000):
+                    async with await TrioKafkaConnection.connect(address.host, address.port) as conn:
+                        return await conn.request(request)
+            except (ClientError, OSError, trio.TooSlowError) as exc:
+                problems.append(f"{address}: {exc or type(exc).__name__}")
+        raise ControllerUnavailableError(f"no broker answered ({'; '.join(problems)})")
+
+    def run(self, request: Any) -> Any:
+        try:
+            return trio.run(self.call, request)
+        except ControllerUnavailableError as exc:
+            fail(f"Error while executing topic command : {exc}")
 
 
 @click.command(name="topics", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--bootstrap-controller", required=True, help="Controller host:port list.")
+@click.option("--bootstrap-server", help="Broker host:port list (the broker forwards changes).")
+@click.option("--bootstrap-controller", help="Controller host:port list.")
 @click.option("--create", "action", flag_value="create", help="Create a new topic.")
 @click.option("--list", "action", flag_value="list", help="List all topics.")
 @click.option("--describe", "action", flag_value="describe", help="Describe topics.")
@@ -145,12 +169,14 @@ def _run(bootstrap: str, request: Any) -> Any:
 @click.option("--under-replicated-partitions", is_flag=True, help="Only partitions whose ISR < replicas.")
 @click.option("--under-min-isr-partitions", is_flag=True, help="Only partitions below min.insync.replicas.")
 def topics(
-    bootstrap_controller: str, action: str | None, topic: str | None, partitions: int | None,
+    bootstrap_server: str | None, bootstrap_controller: str | None, action: str | None,
+    topic: str | None, partitions: int | None,
     replication_factor: int | None, config_pairs: tuple[str, ...], if_not_exists: bool,
     unavailable_partitions: bool, under_replicated_partitions: bool,
     under_min_isr_partitions: bool,
 ) -> None:
     """Create, delete, describe, or change a topic (kafka-topics.sh)."""
+    target = _Target(controllers=bootstrap_controller, servers=bootstrap_server)
     if action is None:
         fail("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
     if action in ("create", "alter", "delete") and not topic:
@@ -167,14 +193,14 @@ def topics(
             ),
             timeout_ms=_TIMEOUT_MS,
         )
-        [result] = _run(bootstrap_controller, request).topics
+        [result] = target.run(request).topics
         if if_not_exists and result.error_code == Errors.TOPIC_ALREADY_EXISTS:
             return
         _check(result.error_code, result.error_message, topic)
         click.echo(f"Created topic {topic}.")
     elif action == "delete":
         assert topic is not None
-        response = _run(bootstrap_controller, DeleteTopicsRequest(topic_names=(topic,), timeout_ms=_TIMEOUT_MS))
+        response = target.run(DeleteTopicsRequest(topic_names=(topic,), timeout_ms=_TIMEOUT_MS))
         [result] = response.responses
         _check(result.error_code, None, topic)
     elif action == "alter":
@@ -185,10 +211,10 @@ def topics(
             topics=(CreatePartitionsRequestTopic(name=topic, count=partitions, assignments=None),),
             timeout_ms=_TIMEOUT_MS,
         )
-        [result_p] = _run(bootstrap_controller, request_p).results
+        [result_p] = target.run(request_p).results
         _check(result_p.error_code, result_p.error_message, topic)
     else:
-        response = _run(bootstrap_controller, PykraftDescribeImageRequest(include_image=True))
+        response = target.run(PykraftDescribeImageRequest(include_image=True))
         image = json.loads(response.image_json or "{}")
         if action == "list":
             for entry in image.get("topics", []):

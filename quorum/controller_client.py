@@ -54,7 +54,7 @@ class ControllerChannel:
         if not bootstrap:
             raise ValueError("No bootstrap controller addresses given")
         self._bootstrap = list(bootstrap)
-        self._settings = settings or AdminSettings()
+        self.settings = settings or AdminSettings()  # per call: the next call uses it
         self._conn: TrioKafkaConnection | None = None
         self.controller_id: int | None = None
 
@@ -71,7 +71,7 @@ class ControllerChannel:
 
     async def call(self, request: Any, *, version: int | None = None) -> Any:
         """The active controller's response; raises ControllerUnavailableError."""
-        settings = self._settings
+        settings = self.settings
         problem = "no attempt finished"
         with trio.move_on_after(settings.api_timeout_ms / 1000):
             while True:

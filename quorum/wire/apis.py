@@ -66,6 +66,12 @@ CLIENT_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     19: (0, 5),  # CreateTopics (forwarded to the active controller)
     20: (1, 4),  # DeleteTopics (forwarded to the active controller)
     22: (0, 4),  # InitProducerId
+    32: (0, 4),  # DescribeConfigs (forwarded to the active controller)
+    37: (0, 3),  # CreatePartitions (forwarded)
+    43: (0, 2),  # ElectLeaders (forwarded)
+    44: (0, 1),  # IncrementalAlterConfigs (forwarded)
+    45: (0, 0),  # AlterPartitionReassignments (forwarded)
+    46: (0, 0),  # ListPartitionReassignments (forwarded)
     55: (0, 2),  # DescribeQuorum (forwarded to the active controller)
     60: (0, 1),  # DescribeCluster
 }

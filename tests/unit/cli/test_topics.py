@@ -58,3 +58,17 @@ def test_a_command_without_an_action_or_topic_is_refused() -> None:
     result = runner.invoke(topics, ["--bootstrap-controller", "localhost:1", "--create"])
     assert result.exit_code == 1
     assert "topic" in result.output
+
+
+def test_exactly_one_of_bootstrap_server_and_bootstrap_controller_is_required() -> None:
+    runner = CliRunner()
+    for args in ([], ["--bootstrap-server", "localhost:1", "--bootstrap-controller", "localhost:2"]):
+        result = runner.invoke(topics, [*args, "--list"])
+        assert result.exit_code == 1
+        assert "Only one of --bootstrap-server or --bootstrap-controller" in result.output
+
+
+def test_a_broker_that_does_not_answer_is_reported_not_hung() -> None:
+    result = CliRunner().invoke(topics, ["--bootstrap-server", "127.0.0.1:1", "--list"])
+    assert result.exit_code == 1
+    assert "no broker answered" in result.output and "127.0.0.1:1" in result.output

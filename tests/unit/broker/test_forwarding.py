@@ -1,0 +1,111 @@
+"""Admin requests sent to a broker reach the active controller (real sockets, one nursery):
+topics created and deleted through the broker, many forwards at once, and a timely
+REQUEST_TIMED_OUT when no controller answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from broker import BrokerNode
+from quorum.client import TrioKafkaConnection
+from quorum.node import ControllerNode
+from quorum.wire.error_codes import Errors
+from quorum.wire.messages import (
+    CreateTopicsRequest,
+    CreateTopicsRequestTopic,
+    DeleteTopicsRequest,
+    MetadataRequest,
+)
+
+from ..node.nodes import LIVENESS, controller_config, free_ports, wait_for_leader
+from .test_broker_node import BROKER_ID, broker_config, controller_image_until
+
+DEADLINE_S = 20
+
+
+def create(name: str, *, timeout_ms: int = 10_000) -> CreateTopicsRequest:
+    return CreateTopicsRequest(
+        topics=(CreateTopicsRequestTopic(name=name, num_partitions=2, replication_factor=1),),
+        timeout_ms=timeout_ms,
+    )
+
+
+async def connect(broker: BrokerNode) -> TrioKafkaConnection:
+    assert broker.address is not None
+    return await TrioKafkaConnection.connect(broker.address.host, broker.address.port)
+
+
+async def test_topics_created_and_deleted_through_a_broker_and_many_at_once(
+    tmp_path: Path,
+) -> None:
+    controller_port, broker_port = free_ports(2)
+    controller = ControllerNode.from_config(
+        controller_config(tmp_path, 1, [controller_port], extra=LIVENESS), seed=1
+    )
+    broker = BrokerNode.from_config(broker_config(tmp_path, [controller_port], broker_port), seed=2)
+    with trio.fail_after(DEADLINE_S):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(controller.run)
+            await wait_for_leader([controller])
+            await nursery.start(broker.run)
+            async with await connect(broker) as conn:
+                # the broker names itself as the controller: admin clients send here
+                metadata = await conn.request(MetadataRequest(topics=()), version=12)
+                assert metadata.controller_id == BROKER_ID
+                answer = await conn.request(create("orders"))
+                assert [t.error_code for t in answer.topics] == [Errors.NONE]
+                assert answer.topics[0].num_partitions == 2
+                again = await conn.request(create("orders"))
+                assert [t.error_code for t in again.topics] == [Errors.TOPIC_ALREADY_EXISTS]
+            image = await controller_image_until(controller, lambda i: i.topic("orders") is not None)
+            assert len(image.topic("orders").partitions) == 2  # type: ignore[union-attr]
+
+            codes: dict[str, int] = {}
+
+            async def create_one(name: str) -> None:
+                async with await connect(broker) as own:
+                    response = await own.request(create(name))
+                    codes[name] = response.topics[0].error_code
+
+            async with trio.open_nursery() as clients:
+                for i in range(24):
+                    clients.start_soon(create_one, f"t{i}")
+            assert codes == {f"t{i}": Errors.NONE for i in range(24)}
+
+            async with await connect(broker) as conn:
+                gone = await conn.request(DeleteTopicsRequest(topic_names=("orders",),
+                                                              timeout_ms=10_000), version=4)
+                assert [r.error_code for r in gone.responses] == [Errors.NONE]
+            await controller_image_until(controller, lambda i: i.topic("orders") is None)
+            broker.stop()
+            controller.stop()
+
+
+async def test_a_forward_no_controller_answers_times_out_and_the_broker_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    controller_port, broker_port = free_ports(2)
+    controller = ControllerNode.from_config(
+        controller_config(tmp_path, 1, [controller_port], extra=LIVENESS), seed=1
+    )
+    broker = BrokerNode.from_config(broker_config(tmp_path, [controller_port], broker_port), seed=2)
+    with trio.fail_after(DEADLINE_S):
+        async with trio.open_nursery() as nursery:
+            async with trio.open_nursery() as quorum:
+                await quorum.start(controller.run)
+                await wait_for_leader([controller])
+                await nursery.start(broker.run)
+                controller.stop()
+            # the only controller is gone: the forward gives up after the request's timeout
+            async with await connect(broker) as conn:
+                start = trio.current_time()
+                answer = await conn.request(create("late", timeout_ms=800))
+                waited = trio.current_time() - start
+                assert [t.error_code for t in answer.topics] == [Errors.REQUEST_TIMED_OUT]
+                assert answer.topics[0].error_message
+                assert 0.8 <= waited < 5
+                metadata = await conn.request(MetadataRequest(topics=()), version=12)
+                assert metadata.brokers  # still answered from the image
+            broker.stop()
