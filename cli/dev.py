@@ -60,6 +60,12 @@ def _banner(cluster: LocalCluster, leader: int) -> str:
         "--topic demo --partitions 6 --replication-factor "
         f"{max(1, min(3, len(cluster.broker_ids)))}",
         f"  kraft topics --bootstrap-controller {cluster.bootstrap_controllers} --describe",
+    ]
+    if cluster.broker_ids:
+        host, port = cluster.address(cluster.broker_ids[0])
+        lines.append(f"  kraft topics --bootstrap-server {host}:{port} --describe   "
+                     "(through a broker, as Kafka clients do)")
+    lines += [
         "Press Ctrl-C to stop.",
     ]
     return "\n".join(lines)

@@ -51,6 +51,7 @@ def test_kraft_dev_runs_a_quorum_until_ctrl_c_and_then_stops_every_node(tmp_path
         brokers = re.findall(r"broker (\d): PLAINTEXT://([\d.]+):(\d+)  pid (\d+)", banner)
         assert [int(b[0]) for b in brokers] == [4, 5, 6]
         assert "kraft topics --bootstrap-controller 127.0.0.1:" in banner
+        assert f"kraft topics --bootstrap-server {brokers[0][1]}:{brokers[0][2]} " in banner
         endpoints = re.findall(r"metrics http://([\d.]+):(\d+)/metrics", banner)
         assert len(endpoints) == 6
         scraped = metrics_at((endpoints[0][0], int(endpoints[0][1])))
