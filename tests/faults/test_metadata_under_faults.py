@@ -117,20 +117,30 @@ class DirectControllers:
         raise Unanswered(type(request).__name__)
 
 
-async def _create(controllers: DirectControllers, name: str) -> int:
-    response = await controllers.call(CreateTopicsRequest(
+UNANSWERED: Final = -1
+
+
+def _create(name: str) -> CreateTopicsRequest:
+    return CreateTopicsRequest(
         topics=(CreateTopicsRequestTopic(
             name=name, num_partitions=_PARTITIONS, replication_factor=_FACTOR
         ),),
         timeout_ms=3_000,
-    ))
-    code: int = response.topics[0].error_code
-    return code
+    )
 
 
-async def _delete(controllers: DirectControllers, name: str) -> int:
-    response = await controllers.call(DeleteTopicsRequest(topic_names=(name,), timeout_ms=3_000))
-    code: int = response.responses[0].error_code
+def _delete(name: str) -> DeleteTopicsRequest:
+    return DeleteTopicsRequest(topic_names=(name,), timeout_ms=3_000)
+
+
+async def _error_code(controllers: DirectControllers, request: Any) -> int:
+    """The one topic's error code in the answer; UNANSWERED if no controller answered."""
+    try:
+        response = await controllers.call(request)
+    except Unanswered:
+        return UNANSWERED
+    [result] = getattr(response, "topics", None) or response.responses
+    code: int = result.error_code
     return code
 
 
@@ -147,10 +157,7 @@ def run_creator(cluster: LocalCluster, outcomes: Outcomes, stop: threading.Event
                     )
                 if deletable and rng.random() < 0.2:
                     name = rng.choice(deletable)
-                    try:
-                        code = await _delete(controllers, name)
-                    except Unanswered:
-                        code = -1
+                    code = await _error_code(controllers, _delete(name))
                     with outcomes.lock:
                         if code == Errors.NONE:
                             outcomes.deleted.add(name)
@@ -159,14 +166,12 @@ def run_creator(cluster: LocalCluster, outcomes: Outcomes, stop: threading.Event
                     continue
                 name = f"t{index}"
                 index += 1
-                try:
-                    code = await _create(controllers, name)
-                except Unanswered:
-                    code = -1
+                code = await _error_code(controllers, _create(name))
                 with outcomes.lock:
                     if code == Errors.NONE:
                         outcomes.created.add(name)
-                    elif code in (-1, Errors.REQUEST_TIMED_OUT, Errors.TOPIC_ALREADY_EXISTS):
+                    elif code in (UNANSWERED, Errors.REQUEST_TIMED_OUT,
+                                  Errors.TOPIC_ALREADY_EXISTS):
                         outcomes.in_doubt.add(name)
                     else:
                         # refusals (too few live brokers) write nothing

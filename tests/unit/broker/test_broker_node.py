@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -62,6 +63,17 @@ def broker_config(
         listeners=f"PLAINTEXT://127.0.0.1:{broker_port}",
         overrides={**FAST, **LIVENESS, **(extra or {})}, format_as=cluster_id,
     )
+
+
+def controller_and_broker_config(
+    root: Path, **broker: Any
+) -> tuple[ControllerNode, ServerConfig]:
+    """A one-voter controller node (not started) and the config of a broker of its quorum."""
+    controller_port, broker_port = free_ports(2)
+    controller = ControllerNode.from_config(
+        controller_config(root, 1, [controller_port], extra=LIVENESS), seed=1
+    )
+    return controller, broker_config(root, [controller_port], broker_port, **broker)
 
 
 async def controller_image_until(
@@ -190,12 +202,8 @@ async def _ask_the_broker_listener(broker: BrokerNode) -> None:
 async def test_a_broker_of_another_cluster_is_refused_and_exits_with_the_reason(
     tmp_path: Path,
 ) -> None:
-    controller_port, broker_port = free_ports(2)
-    controller = ControllerNode.from_config(
-        controller_config(tmp_path, 1, [controller_port], extra=LIVENESS), seed=1
-    )
-    config = broker_config(
-        tmp_path, [controller_port], broker_port, cluster_id="AAAAAAAAAAAAAAAAAAAAAA"
+    controller, config = controller_and_broker_config(
+        tmp_path, cluster_id="AAAAAAAAAAAAAAAAAAAAAA"
     )
     with trio.fail_after(DEADLINE_S):
         async with trio.open_nursery() as nursery:
@@ -232,11 +240,7 @@ async def test_a_restarted_broker_is_a_new_incarnation_and_starts_from_its_snaps
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="broker.metadata_machine")
-    controller_port, broker_port = free_ports(2)
-    controller = ControllerNode.from_config(
-        controller_config(tmp_path, 1, [controller_port], extra=LIVENESS), seed=1
-    )
-    config = broker_config(tmp_path, [controller_port], broker_port)
+    controller, config = controller_and_broker_config(tmp_path)
     settings = attrs.evolve(BrokerNode.from_config(config).settings, snapshot_max_bytes=1)
     with trio.fail_after(DEADLINE_S):
         async with trio.open_nursery() as nursery:

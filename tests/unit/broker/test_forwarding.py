@@ -10,7 +10,6 @@ import trio
 
 from broker import BrokerNode
 from quorum.client import TrioKafkaConnection
-from quorum.node import ControllerNode
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     CreateTopicsRequest,
@@ -19,8 +18,8 @@ from quorum.wire.messages import (
     MetadataRequest,
 )
 
-from ..node.nodes import LIVENESS, controller_config, free_ports, wait_for_leader
-from .test_broker_node import BROKER_ID, broker_config, controller_image_until
+from ..node.nodes import wait_for_leader
+from .test_broker_node import BROKER_ID, controller_and_broker_config, controller_image_until
 
 DEADLINE_S = 20
 
@@ -40,11 +39,8 @@ async def connect(broker: BrokerNode) -> TrioKafkaConnection:
 async def test_topics_created_and_deleted_through_a_broker_and_many_at_once(
     tmp_path: Path,
 ) -> None:
-    controller_port, broker_port = free_ports(2)
-    controller = ControllerNode.from_config(
-        controller_config(tmp_path, 1, [controller_port], extra=LIVENESS), seed=1
-    )
-    broker = BrokerNode.from_config(broker_config(tmp_path, [controller_port], broker_port), seed=2)
+    controller, config = controller_and_broker_config(tmp_path)
+    broker = BrokerNode.from_config(config, seed=2)
     with trio.fail_after(DEADLINE_S):
         async with trio.open_nursery() as nursery:
             await nursery.start(controller.run)
@@ -86,11 +82,8 @@ async def test_topics_created_and_deleted_through_a_broker_and_many_at_once(
 async def test_a_forward_no_controller_answers_times_out_and_the_broker_keeps_serving(
     tmp_path: Path,
 ) -> None:
-    controller_port, broker_port = free_ports(2)
-    controller = ControllerNode.from_config(
-        controller_config(tmp_path, 1, [controller_port], extra=LIVENESS), seed=1
-    )
-    broker = BrokerNode.from_config(broker_config(tmp_path, [controller_port], broker_port), seed=2)
+    controller, config = controller_and_broker_config(tmp_path)
+    broker = BrokerNode.from_config(config, seed=2)
     with trio.fail_after(DEADLINE_S):
         async with trio.open_nursery() as nursery:
             async with trio.open_nursery() as quorum:
