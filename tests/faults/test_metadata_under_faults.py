@@ -37,6 +37,7 @@ import pytest
 import trio
 
 from deploy import CutMode, LocalCluster
+from deploy.probes import metrics_at
 from quorum.client import ClientError, TrioKafkaConnection
 from quorum.config import TEST_PROFILE_OVERRIDES
 from quorum.controller_client import error_codes_in
@@ -372,6 +373,28 @@ def _settle(cluster: LocalCluster) -> dict[str, Any]:
     return cluster.wait_for(agreed, "every node unfenced and on one image", _SETTLE_S)
 
 
+def assert_metrics_agree(cluster: LocalCluster, image: dict[str, Any]) -> None:
+    """Every node's /metrics tells the settled image, and one controller is active."""
+    nodes = cluster.node_ids + cluster.broker_ids
+
+    def scraped() -> dict[int, dict[str, float]] | None:
+        found = {n: metrics_at(cluster.metrics_address(n), timeout=2.0) for n in nodes}
+        return None if None in found.values() else {n: s for n, s in found.items() if s}
+
+    samples = cluster.wait_for(scraped, "every node's metrics", _SETTLE_S)
+    digests = {key.split('"')[1] for s in samples.values() for key in s
+               if key.startswith("pykraft_metadata_image_info")}
+    offsets = {s["pykraft_metadata_image_offset"] for s in samples.values()}
+    assert len(digests) == 1 and len(offsets) == 1, (digests, offsets)
+    partitions = sum(len(t["partitions"]) for t in image["topics"])
+    for node, s in samples.items():
+        assert s["kafka_controller_global_topic_count"] == len(image["topics"]), node
+        assert s["kafka_controller_global_partition_count"] == partitions, node
+        assert s["kafka_controller_fenced_broker_count"] == 0, node
+    active = [n for n in cluster.node_ids if samples[n]["kafka_controller_active_controller_count"]]
+    assert len(active) == 1, active
+
+
 @pytest.fixture
 def threads() -> Iterator[list[threading.Thread]]:
     started: list[threading.Thread] = []
@@ -385,7 +408,7 @@ def test_no_acknowledged_metadata_change_is_lost_under_random_faults(
     start_cluster: StartCluster, threads: list[threading.Thread], seed: int
 ) -> None:
     rng = random.Random(seed)
-    cluster = start_cluster(controllers=3, brokers=3, link_proxies=True)
+    cluster = start_cluster(controllers=3, brokers=3, link_proxies=True, metrics=True)
     _settle(cluster)
     outcomes, seen, stop = Outcomes(), Observations(), threading.Event()
     errors: list[BaseException] = []
@@ -436,4 +459,5 @@ def test_no_acknowledged_metadata_change_is_lost_under_random_faults(
     assert epochs_never_decrease(seen) == []
     doubled = {epoch: ids for epoch, ids in seen.leaders.items() if len(ids) > 1}
     assert not doubled, f"seed {seed}: two leaders in one epoch {doubled}"
+    assert_metrics_agree(cluster, final)
     assert_logs_agree(cluster, {})
