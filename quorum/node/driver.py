@@ -62,7 +62,7 @@ from quorum.wire.error_codes import Errors
 from quorum.wire.messages import DescribeQuorumResponse, DescribeQuorumResponseNode
 from quorum.wire.metadata_serde import wrap_payload
 
-__all__ = ["INBOX_SIZE", "CoreDriver", "NodeClock"]
+__all__ = ["INBOX_SIZE", "CoreDriver", "NodeClock", "propose_machine_records"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,27 @@ class NodeClock:
 
     def trio_time(self, ms: int | None) -> float:
         return math.inf if ms is None else (ms - self._offset_ms) / 1000
+
+
+def propose_machine_records(
+    core: RaftCore, machine: StateMachineHook, payloads: list[bytes], now_ms: int
+) -> Ready:
+    """Propose what the state machine computed for the offsets the leader gave it.
+
+    The core runs its timers before it takes a proposal, so the leadership
+    may end right there (check quorum at ``now_ms``): then nothing is
+    appended, ``Ready.accepted`` is None, and the machine learns of the lost
+    leadership when it observes that Ready (it renounces its uncommitted
+    records and answers NOT_CONTROLLER). The node goes on.
+    """
+    try:
+        ready = core.propose(payloads, now_ms)
+    except NotLeaderError as exc:
+        logger.info("%d record(s) not proposed: %s", len(payloads), exc)
+        return core.poll(now_ms)
+    assert ready.accepted is not None, "a proposal the core took has offsets"
+    machine.proposed(ready.accepted)
+    return ready
 
 
 class CoreDriver:
@@ -177,10 +198,10 @@ class CoreDriver:
             payloads = machine.due(self.core, now_ms)
             if not payloads:
                 return
-            ready = self.core.propose(payloads, now_ms)
-            assert ready.accepted is not None
-            machine.proposed(ready.accepted)
+            ready = propose_machine_records(self.core, machine, payloads, now_ms)
             await self._apply(ready)
+            if ready.accepted is None:
+                return
 
     def _take_nowait(self) -> Input | None:
         item, self._held = self._held, None
@@ -213,11 +234,7 @@ class CoreDriver:
         payloads = machine.call(item, self.core, now_ms)
         if not payloads:
             return self.core.poll(now_ms)
-        # the machine computed these records for the offsets it was told: propose now
-        ready = self.core.propose(payloads, now_ms)
-        assert ready.accepted is not None
-        machine.proposed(ready.accepted)
-        return ready
+        return propose_machine_records(self.core, machine, payloads, now_ms)
 
     def _gather(self, first: Append) -> list[Append]:
         """``first`` and the appends queued right behind it: one proposal for all."""
