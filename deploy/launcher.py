@@ -18,6 +18,7 @@ reaps every process this launcher started, and nothing else (by PID).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,6 +45,9 @@ __all__ = ["ClusterSpec", "LaunchError", "LocalCluster"]
 
 _POLL_S: Final = 0.05
 _STOP_TIMEOUT_S: Final = 10.0
+_PLAN_ATTEMPTS: Final = 5
+# what a node process prints once it serves (quorum.node.process.ready_line)
+_READY: Final = re.compile(r"^pykraft (?:node|broker) (\d+) ready: ", re.MULTILINE)
 # the directory holding the cli package, for the nodes' PYTHONPATH
 _PROJECT_ROOT: Final = Path(__file__).resolve().parent.parent
 
@@ -65,12 +69,30 @@ class LocalCluster(QuorumView):
     def prepare(self) -> None:
         """Choose addresses, start proxies, write the configs and format the storage."""
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        nodes = plan_layout(self.base_dir, self.spec)
+        nodes = self._plan_with_proxies()
         self.layout = {n.node_id: n for n in nodes}
-        if self.spec.link_proxies:
-            self.proxies = link_proxies(nodes)
         write_configs(nodes, self.spec, self.proxies)
         self.cluster_id = format_all(nodes)
+
+    def _plan_with_proxies(self) -> list[NodeLayout]:
+        """The layout, and its proxies listening on ports no node was given.
+
+        The nodes' ports are free when chosen but bound only when the nodes
+        start, so a proxy listening on port 0 in between may be handed one
+        of them: then the proxies are closed and the ports chosen again.
+        """
+        for _ in range(_PLAN_ATTEMPTS):
+            nodes = plan_layout(self.base_dir, self.spec)
+            if not self.spec.link_proxies:
+                return nodes
+            proxies = link_proxies(nodes)
+            taken = {(n.host, p) for n in nodes for p in (n.port, n.metrics_port) if p}
+            if not any((p.host, p.port) in taken for p in proxies.values()):
+                self.proxies = proxies
+                return nodes
+            for proxy in proxies.values():
+                proxy.close()
+        raise LaunchError(f"no proxy ports apart from the nodes' in {_PLAN_ATTEMPTS} attempts")
 
     def start(self) -> LocalCluster:
         """Prepare, start every node, and wait until each serves requests."""
@@ -152,16 +174,25 @@ class LocalCluster(QuorumView):
             self.wait_ready(node_id)
 
     def wait_ready(self, node_id: int, timeout: float | None = None) -> None:
-        """Until the node answers ApiVersions; fails at once if it exits."""
+        """Until this start of the node said it is ready and answers ApiVersions; fails at
+        once if it exits. (Its port answering is not enough: something else may hold it.)"""
         def ready() -> bool:
             if not self.is_running(node_id):
                 code = self._process(node_id).poll()
                 raise LaunchError(f"node {node_id} exited with status {code} while starting\n"
                                   + self.log_tail(node_id))
-            return is_serving(self.address(node_id))
+            return self._said_ready(node_id) and is_serving(self.address(node_id))
 
         self.wait_for(ready, f"node {node_id} to serve requests",
                       timeout or self.spec.ready_timeout_s, nodes=[node_id])
+
+    def _said_ready(self, node_id: int) -> bool:
+        """Whether the log of the node's latest start holds its ready line."""
+        path = self.layout[node_id].log_path
+        text = path.read_text(errors="replace") if path.exists() else ""
+        marker = f"=== launcher: start #{self._starts.get(node_id, 0)}: "
+        _, found, since = text.rpartition(marker)
+        return bool(found) and any(m.group(1) == str(node_id) for m in _READY.finditer(since))
 
     def wait_exit(self, node_id: int, timeout: float = _STOP_TIMEOUT_S) -> int:
         """The node's exit status, once it exits by itself (e.g. a refused start)."""

@@ -108,23 +108,26 @@ def free_ports(host: str, count: int) -> list[int]:
         return [s.getsockname()[1] for s in sockets]
 
 
+def _chunks(values: list[int], size: int) -> list[list[int]]:
+    return [values[i:i + size] for i in range(0, len(values), size)]
+
+
 def plan_layout(base_dir: Path, spec: ClusterSpec) -> list[NodeLayout]:
     count = spec.controllers + spec.brokers
     ids = range(1, count + 1)
     hosts = [f"127.0.0.{i}" if spec.per_node_hosts else spec.host for i in ids]
+    per_node = 2 if spec.metrics else 1
     if spec.base_port is not None:
         ports = [spec.base_port + i for i in range(count)]
+        metrics = [spec.base_port + METRICS_PORT_OFFSET + i for i in range(count)]
     else:
-        ports = [free_ports(host, 1)[0] for host in hosts] if spec.per_node_hosts else \
-            free_ports(spec.host, count)
+        # all of one host's ports in one call, so none is handed out twice
+        found = [free_ports(host, per_node) for host in hosts] if spec.per_node_hosts else \
+            _chunks(free_ports(spec.host, count * per_node), per_node)
+        ports = [f[0] for f in found]
+        metrics = [f[-1] for f in found]
     roles = ["controller"] * spec.controllers + ["broker"] * spec.brokers
-    metrics_ports: list[int | None] = [None] * count
-    if spec.metrics:
-        metrics_ports = [
-            spec.base_port + METRICS_PORT_OFFSET + i if spec.base_port is not None
-            else free_ports(host, 1)[0]
-            for i, host in enumerate(hosts)
-        ]
+    metrics_ports: list[int | None] = list(metrics) if spec.metrics else [None] * count
     return [
         NodeLayout(node_id=i, host=h, port=p, directory=base_dir / f"{role}-{i}", role=role,
                    metrics_port=m)
