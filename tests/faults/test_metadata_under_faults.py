@@ -439,6 +439,9 @@ def test_no_acknowledged_metadata_change_is_lost_under_random_faults(
         stop.set()
         for thread in threads:
             thread.join(timeout=30)
+    # every node the nemesis stopped was started again: none may have died on its own
+    for node in cluster.node_ids + cluster.broker_ids:
+        assert cluster.is_running(node), f"seed {seed}: node {node} died\n{cluster.log_tail(node)}"
     # the workload stopped: the nodes can now agree on one image
     final = _settle(cluster)
     assert not errors, f"seed {seed}, schedule {schedule}: {errors!r}"
