@@ -63,6 +63,7 @@ class LocalCluster(QuorumView):
         self.cluster_id = ""
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
         self._starts: dict[int, int] = {}
+        self._log_starts: dict[int, int] = {}
 
     # -- setting up and tearing down ----------------------------------------------------
 
@@ -163,6 +164,8 @@ class LocalCluster(QuorumView):
         program = self.spec.command or (sys.executable, "-m", "cli", "server-start")
         command = [*program, *args, str(node.config_path)]
         with node.log_path.open("ab") as log:
+            # where this start's output begins: the ready line is looked for after it
+            self._log_starts[node_id] = log.tell()
             log.write(f"=== launcher: start #{self._starts[node_id]}: "
                       f"{' '.join(command)}\n".encode())
             log.flush()
@@ -187,12 +190,14 @@ class LocalCluster(QuorumView):
                       timeout or self.spec.ready_timeout_s, nodes=[node_id])
 
     def _said_ready(self, node_id: int) -> bool:
-        """Whether the log of the node's latest start holds its ready line."""
+        """Whether the node's output since its latest start holds its ready line."""
         path = self.layout[node_id].log_path
-        text = path.read_text(errors="replace") if path.exists() else ""
-        marker = f"=== launcher: start #{self._starts.get(node_id, 0)}: "
-        _, found, since = text.rpartition(marker)
-        return bool(found) and any(m.group(1) == str(node_id) for m in _READY.finditer(since))
+        if not path.exists():
+            return False
+        with path.open("rb") as log:
+            log.seek(self._log_starts.get(node_id, 0))
+            since = log.read().decode(errors="replace")
+        return any(m.group(1) == str(node_id) for m in _READY.finditer(since))
 
     def wait_exit(self, node_id: int, timeout: float = _STOP_TIMEOUT_S) -> int:
         """The node's exit status, once it exits by itself (e.g. a refused start)."""
