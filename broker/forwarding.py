@@ -11,8 +11,8 @@ active controller through the voters and retries on NOT_CONTROLLER or a
 broken connection); idle channels are kept for the next forward, and at most
 ``max_in_flight`` forwards run at once (more wait for a slot). A forward that
 no controller answers within the request's own ``timeout_ms`` (or 30 s when
-it has none) is answered with REQUEST_TIMED_OUT in the request's response
-shape, so the client's connection never hangs.
+it has none, or one of zero or below) is answered with REQUEST_TIMED_OUT in
+the request's response shape, so the client's connection never hangs.
 """
 
 from __future__ import annotations
@@ -44,12 +44,10 @@ class ControllerForwarder:
         self,
         voters: Mapping[int, tuple[str, int]],
         *,
-        request_timeout_ms: int,
         retry_backoff_ms: int = 20,
         max_in_flight: int = 16,
     ) -> None:
         self._bootstrap = [HostPort(host, port) for _, (host, port) in sorted(voters.items())]
-        self._request_timeout_ms = request_timeout_ms
         self._retry_backoff_ms = retry_backoff_ms
         self._slots = trio.Semaphore(max_in_flight)
         self._idle: list[ControllerChannel] = []
@@ -57,10 +55,15 @@ class ControllerForwarder:
 
     async def forward(self, request: Any, version: int) -> Any:
         """The active controller's response to ``request``, or a REQUEST_TIMED_OUT one."""
-        timeout_ms = getattr(request, "timeout_ms", 0) or DEFAULT_FORWARD_TIMEOUT_MS
+        timeout_ms = getattr(request, "timeout_ms", 0)
+        if timeout_ms <= 0:  # no usable deadline: wait as long as for a request without one
+            timeout_ms = DEFAULT_FORWARD_TIMEOUT_MS
         settings = AdminSettings(
             api_timeout_ms=timeout_ms,
-            request_timeout_ms=min(self._request_timeout_ms, timeout_ms),
+            # one attempt may take the whole budget: cutting it short and resending a
+            # change the controller is still committing would report TOPIC_ALREADY_EXISTS
+            # for a creation that worked; only a broken connection or NOT_CONTROLLER retries
+            request_timeout_ms=timeout_ms,
             retry_backoff_ms=self._retry_backoff_ms,
         )
         async with self._slots:

@@ -259,9 +259,7 @@ class BrokerNode(MetadataNode):
             listener_name=address.listener_name, host=address.host, port=address.port,
             rack=settings.rack,
         )
-        forwarder = ControllerForwarder(
-            settings.voters, request_timeout_ms=settings.raft.request_timeout_ms
-        )
+        forwarder = ControllerForwarder(settings.voters)
         nursery.start_soon(_close_when_cancelled, forwarder)
         router = BrokerRouter(
             view=view, image=lambda: self.machine.image, forwarder=forwarder, nursery=nursery

@@ -55,6 +55,10 @@ async def test_topics_created_and_deleted_through_a_broker_and_many_at_once(
                 assert answer.topics[0].num_partitions == 2
                 again = await conn.request(create("orders"))
                 assert [t.error_code for t in again.topics] == [Errors.TOPIC_ALREADY_EXISTS]
+                # a timeout the client left at zero or below: the broker waits its default
+                for timeout_ms in (0, -1):
+                    late = await conn.request(create(f"timeout{timeout_ms}", timeout_ms=timeout_ms))
+                    assert [t.error_code for t in late.topics] == [Errors.NONE]
             image = await controller_image_until(controller, lambda i: i.topic("orders") is not None)
             assert len(image.topic("orders").partitions) == 2  # type: ignore[union-attr]
 
