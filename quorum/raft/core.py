@@ -39,7 +39,7 @@ from quorum.raft.moves import (
 )
 from quorum.raft.output import InboundRequest, InboundResponse, OffsetRange, Outbox, Ready
 from quorum.raft.rpc import DescribeQuorumAnswer, EpochAnswer, ErrorCode, FetchAnswer, VoteAnswer
-from quorum.raft.snapshots import create_snapshot, maybe_clean, recover_at_start
+from quorum.raft.snapshots import SnapshotTimestamps, create_snapshot, maybe_clean, recover_at_start
 from quorum.raft.states import (
     Candidate,
     ElectionState,
@@ -113,6 +113,8 @@ class RaftCore:
             ctx.committed_offset = startup_snapshot.offset
             ctx.outbox.loaded_snapshot = startup_snapshot
         self._ctx = ctx
+        # the cleaner's: each snapshot's header time, read once (a snapshot never changes)
+        self._snapshot_timestamps = SnapshotTimestamps()
 
     # -- views -------------------------------------------------------------------------
 
@@ -178,7 +180,8 @@ class RaftCore:
         ctx = self._ctx
         config = ctx.config
         return maybe_clean(
-            ctx.log, config.metadata_max_retention_bytes, config.metadata_max_retention_ms, now_ms
+            ctx.log, config.metadata_max_retention_bytes, config.metadata_max_retention_ms, now_ms,
+            timestamps=self._snapshot_timestamps,
         )
 
     # -- inputs ------------------------------------------------------------------------

@@ -10,10 +10,11 @@
   while the oldest snapshot's last record is older than
   ``metadata.max.retention.ms``, the oldest snapshot goes and the log start
   moves up to the next one; the latest snapshot always stays. A snapshot's
-  time is the timestamp of its first batch (the header, stamped with the
-  last contained record's time, as Kafka reads it). Invariant: a log whose
-  start is above 0 has a snapshot at its start (``delete_before`` moves the
-  start only to one).
+  time is the LastContainedLogTimestamp of its SnapshotHeaderRecord (the
+  first record of its first batch, a raft-level control record, as Kafka
+  reads it), read once per snapshot id (``SnapshotTimestamps``: snapshots
+  never change). Invariant: a log whose start is above 0 has a snapshot at
+  its start (``delete_before`` moves the start only to one).
 * ``install_snapshot``: a follower empties its log at a snapshot it just
   downloaded, or already held.
 * ``recover_at_start``: the log a node starts with, made consistent (a crash
@@ -31,10 +32,15 @@ from quorum.raft.context import CoreContext
 from quorum.raft.errors import InvalidSnapshotIdError, RaftError
 from quorum.raft.states import Follower
 from quorum.wire.batch import BATCH_HEADER_SIZE, BatchHeader
+from quorum.wire.codec import decode
+from quorum.wire.control import ControlRecordType, parse_control_record
 from quorum.wire.errors import WireError
+from quorum.wire.messages.control_records import SnapshotHeaderRecord
+from quorum.wire.records import decode_batch
 
 __all__ = [
     "BOOTSTRAP_SNAPSHOT_ID",
+    "SnapshotTimestamps",
     "create_snapshot",
     "install_snapshot",
     "maybe_clean",
@@ -94,32 +100,75 @@ def _stored_bytes(log: ReplicatedLog) -> int:
 
 
 def snapshot_timestamp_ms(log: ReplicatedLog, snapshot_id: OffsetAndEpoch) -> int | None:
-    """The time of a snapshot's last contained record: its first batch's max timestamp.
+    """The LastContainedLogTimestamp in a snapshot's header: the time of its last record.
 
-    None for a snapshot without a whole first batch header (not one this code wrote).
+    Only the first batch is read: a control batch whose first record is the
+    SnapshotHeaderRecord. None for a snapshot that does not start so (not
+    one a KRaft node wrote); such a snapshot never ages out.
     """
-    head = log.read_snapshot(snapshot_id, 0, BATCH_HEADER_SIZE)
     try:
-        return BatchHeader.parse(head, 0).max_timestamp
+        head = BatchHeader.parse(log.read_snapshot(snapshot_id, 0, BATCH_HEADER_SIZE), 0)
+        if not head.is_control:
+            return None
+        records = decode_batch(log.read_snapshot(snapshot_id, 0, head.size)).records
+        kind, value = parse_control_record(records[0]) if records else (None, None)
+        if kind != ControlRecordType.SNAPSHOT_HEADER:
+            return None
+        return decode(SnapshotHeaderRecord, 0, value or b"").last_contained_log_timestamp
     except WireError:
         return None
 
 
-def _older_than(log: ReplicatedLog, snapshot_id: OffsetAndEpoch, limit_ms: int, now_ms: int
-                ) -> bool:
-    timestamp = snapshot_timestamp_ms(log, snapshot_id)
-    return timestamp is not None and now_ms - timestamp > limit_ms
+class SnapshotTimestamps:
+    """Each held snapshot's header time, read once: a snapshot's bytes never change."""
+
+    __slots__ = ("_known",)
+
+    def __init__(self) -> None:
+        self._known: dict[OffsetAndEpoch, int | None] = {}
+
+    def timestamp_ms(self, log: ReplicatedLog, snapshot_id: OffsetAndEpoch) -> int | None:
+        if snapshot_id not in self._known:
+            self._known[snapshot_id] = snapshot_timestamp_ms(log, snapshot_id)
+        return self._known[snapshot_id]
+
+    def keep_only(self, snapshot_ids: list[OffsetAndEpoch]) -> None:
+        """Forget snapshots no longer held (the cache stays as small as the snapshot list)."""
+        held = set(snapshot_ids)
+        self._known = {s: t for s, t in self._known.items() if s in held}
+
+    @property
+    def cached_ids(self) -> frozenset[OffsetAndEpoch]:
+        return frozenset(self._known)
 
 
 def maybe_clean(
-    log: ReplicatedLog, retention_bytes: int, retention_ms: int = -1, now_ms: int = 0
+    log: ReplicatedLog,
+    retention_bytes: int,
+    retention_ms: int = -1,
+    now_ms: int = 0,
+    *,
+    timestamps: SnapshotTimestamps | None = None,
 ) -> bool:
-    """Apply the retention rules once (-1 turns a rule off); True if the log start moved."""
+    """Apply the retention rules once (-1 turns a rule off); True if the log start moved.
+
+    Kafka's order and test: the bytes rule, then the time rule, each
+    dropping the oldest snapshot while it holds and a newer one exists; a
+    snapshot is too old when ``now_ms - its time > retention_ms``.
+    ``timestamps`` caches the snapshots' times between cleanings.
+    """
+    times = SnapshotTimestamps() if timestamps is None else timestamps
     moved = False
     if retention_bytes >= 0:
         moved |= _clean_while(log, lambda _oldest: _stored_bytes(log) > retention_bytes)
     if retention_ms >= 0:
-        moved |= _clean_while(log, lambda oldest: _older_than(log, oldest, retention_ms, now_ms))
+
+        def too_old(oldest: OffsetAndEpoch) -> bool:
+            timestamp = times.timestamp_ms(log, oldest)
+            return timestamp is not None and now_ms - timestamp > retention_ms
+
+        moved |= _clean_while(log, too_old)
+    times.keep_only(log.snapshot_ids())
     return moved
 
 

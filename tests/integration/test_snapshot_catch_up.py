@@ -21,9 +21,9 @@ import pytest
 
 from deploy import ClusterSpec, LocalCluster
 from quorum.config import load_server_config
+from quorum.controller.snapshot import read_snapshot_records
 from quorum.node.settings import node_settings
 from quorum.storage import METADATA_PARTITION_DIR
-from quorum.wire.batch import BATCH_HEADER_SIZE, BatchHeader
 from quorum.wire.error_codes import Errors
 from tests.integration.test_brokers import (
     active_image,
@@ -76,7 +76,7 @@ def snapshot_ages_ms(cluster: LocalCluster, node_id: int) -> list[float]:
     """How long ago (wall clock) the last record of each snapshot was appended."""
     now_ms = time.time() * 1000
     paths = (p for p in partition_dir(cluster, node_id).iterdir() if _CHECKPOINT.fullmatch(p.name))
-    return [now_ms - BatchHeader.parse(p.read_bytes()[:BATCH_HEADER_SIZE], 0).max_timestamp
+    return [now_ms - read_snapshot_records(p.read_bytes())[0].last_contained_log_timestamp
             for p in paths]
 
 

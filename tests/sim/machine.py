@@ -23,8 +23,12 @@ import attrs
 
 from quorum.log import MemoryLog, OffsetAndEpoch
 from quorum.raft.output import OffsetRange, Ready
-from quorum.wire.batch import BatchHeader, batch_size_at
-from quorum.wire.records import build_batch_from_values, iter_batches
+from quorum.raft.snapshots import snapshot_timestamp_ms
+from quorum.wire.batch import batch_size_at
+from quorum.wire.codec import encode
+from quorum.wire.control import ControlRecordType, build_control_batch
+from quorum.wire.messages.control_records import SnapshotHeaderRecord
+from quorum.wire.records import iter_batches
 
 from .committed import InvariantViolation
 from .digest import GENESIS, chain
@@ -44,10 +48,10 @@ class SnapshotContent:
 
 
 def parse_snapshot(data: bytes) -> SnapshotContent:
-    # a first batch stamped with the last record's time (what the retention by age reads)
+    # a first batch with a SnapshotHeaderRecord: the last record's time (retention by age reads it)
     stamp = batch_size_at(data, 0)
     if stamp is None:
-        raise InvariantViolation("a snapshot without its stamp batch")
+        raise InvariantViolation("a snapshot without its header batch")
     header, _, body = data[stamp:].partition(b"\n")
     end, count, digest_hex = header.split(b" ")
     tail = tuple(body.split(b"\n")) if body else ()
@@ -83,17 +87,17 @@ class SimMachine:
                     f"LeaderNeverLoadSnapshot: node {self.node_id} leads epoch "
                     f"{self.claimed_epoch} and was told to load {ready.loaded_snapshot}"
                 )
-            self._load(ready.loaded_snapshot, log.read_snapshot(ready.loaded_snapshot), first)
+            self._load(log, ready.loaded_snapshot, first)
         if ready.committed is not None:
             self._apply(log, ready.committed)
         self.claimed_epoch = ready.leader.epoch if ready.role == "Leader" else None
 
-    def _load(self, snapshot_id: OffsetAndEpoch, data: bytes, first: bool) -> None:
-        content = parse_snapshot(data)
+    def _load(self, log: MemoryLog, snapshot_id: OffsetAndEpoch, first: bool) -> None:
+        content = parse_snapshot(log.read_snapshot(snapshot_id))
         if content.end != snapshot_id.offset:
             raise InvariantViolation(f"snapshot {snapshot_id} holds state up to {content.end}")
         self.end, self.last_epoch = snapshot_id.offset, snapshot_id.epoch
-        self.last_timestamp = BatchHeader.parse(data, 0).max_timestamp
+        self.last_timestamp = snapshot_timestamp_ms(log, snapshot_id) or 0
         self.count, self.digest, self.tail = content.count, content.digest, list(content.tail)
         self.since_snapshot = 0
         self.loads.append((snapshot_id, first))
@@ -120,5 +124,8 @@ class SimMachine:
         """This machine's state as a snapshot id and bytes; resets the counter."""
         self.since_snapshot = 0
         header = b"%d %d %s\n" % (self.end, self.count, self.digest.hex().encode())
-        stamp = build_batch_from_values([b""], timestamp=self.last_timestamp)
+        stamp = build_control_batch(
+            ControlRecordType.SNAPSHOT_HEADER,
+            encode(SnapshotHeaderRecord(last_contained_log_timestamp=self.last_timestamp), 0),
+        )
         return OffsetAndEpoch(self.end, self.last_epoch), stamp + header + b"\n".join(self.tail)

@@ -15,6 +15,8 @@ from .simulator import World
 __all__ = ["OBSERVER_BASE", "random_world", "with_snapshots"]
 
 OBSERVER_BASE = 11  # voters are 1..n, observers 11..
+# a snapshot age limit short enough to move the log start within a scenario on its own
+TIME_RULE_ALONE_MAX_MS = 10_000
 
 
 def random_world(
@@ -60,8 +62,9 @@ def with_snapshots(
     chunk_bytes: tuple[int, ...] = (16, 50, 1 << 20),
     retention_ms: tuple[int, ...] = (-1, 1_000, 5_000, 604_800_000),
 ) -> World:
-    """Snapshots every N committed offsets, a retention budget and cleaning interval, and a
-    FetchSnapshot chunk size.
+    """Snapshots every N committed offsets, a retention budget (bytes and age) and cleaning
+    interval, and a FetchSnapshot chunk size; in some worlds with a short age limit the age
+    limit is the only retention rule.
 
     Drawn after everything else, so a seed's world is otherwise what it was
     before snapshots existed.
@@ -75,5 +78,9 @@ def with_snapshots(
     )
     every_choice = rng.choice(every)
     # drawn last: the draws above (and so a seed's world) are what they were before it
-    config = attrs.evolve(config, metadata_max_retention_ms=rng.choice(retention_ms))
+    max_age_ms = rng.choice(retention_ms)
+    config = attrs.evolve(config, metadata_max_retention_ms=max_age_ms)
+    if 0 <= max_age_ms <= TIME_RULE_ALONE_MAX_MS and rng.random() < 0.5:
+        # the time rule alone moves the log start (a byte budget would clean first)
+        config = attrs.evolve(config, metadata_max_retention_bytes=-1)
     return attrs.evolve(world, config=config, snapshot_every=every_choice)

@@ -13,6 +13,7 @@ from quorum.controller.log_records import (
     MetadataLogError,
     iter_log_batches,
     iter_log_records,
+    read_committed_range,
     read_committed_records,
 )
 from quorum.log import FileLog, LogConfig, MemoryLog, ReplicatedLog
@@ -26,16 +27,19 @@ def feature(level: int) -> FeatureLevelRecord:
     return FeatureLevelRecord(name="metadata.version", feature_level=level)
 
 
-def data_batch(records: Sequence[MetadataRecord], base_offset: int = 0, epoch: int = 1) -> bytes:
+def data_batch(
+    records: Sequence[MetadataRecord], base_offset: int = 0, epoch: int = 1, timestamp: int = 0
+) -> bytes:
     return build_batch_from_values(
         [encode_metadata_record(r) for r in records],
         base_offset=base_offset,
         partition_leader_epoch=epoch,
+        timestamp=timestamp,
     )
 
 
-def leader_change(base_offset: int, epoch: int) -> bytes:
-    return build_leader_change_batch(1, [1, 2, 3], [1, 2], epoch, base_offset, timestamp=5)
+def leader_change(base_offset: int, epoch: int, timestamp: int = 5) -> bytes:
+    return build_leader_change_batch(1, [1, 2, 3], [1, 2], epoch, base_offset, timestamp=timestamp)
 
 
 # -- bytes --------------------------------------------------------------------------------
@@ -162,3 +166,17 @@ def test_a_range_past_the_log_end_is_an_error(log: ReplicatedLog) -> None:
     fill(log)
     with pytest.raises(MetadataLogError, match="no batch at offset 15"):
         read_committed_records(log, 10, 20)
+
+
+def test_a_committed_range_reports_the_max_timestamp_of_its_last_batch(
+    log: ReplicatedLog,
+) -> None:
+    log.append(leader_change(0, 1, timestamp=500), epoch=1)
+    log.append(data_batch([topic(0), topic(1)], timestamp=1_000), epoch=1)  # offsets 1-2
+    log.append(data_batch([topic(2)], timestamp=2_000), epoch=1)  # offset 3
+    log.append(leader_change(0, 2, timestamp=3_000), epoch=2)  # offset 4
+    assert read_committed_range(log, 0, 3).last_timestamp_ms == 1_000
+    assert read_committed_range(log, 0, 2).last_timestamp_ms == 1_000  # ends inside that batch
+    assert read_committed_range(log, 1, 4).last_timestamp_ms == 2_000
+    assert read_committed_range(log, 3, 5).last_timestamp_ms == 3_000  # control batches count
+    assert read_committed_range(log, 2, 2).last_timestamp_ms is None

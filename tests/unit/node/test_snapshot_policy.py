@@ -1,10 +1,24 @@
-"""When a node snapshots its image: after N bytes, or after an interval with new records."""
+"""When a node snapshots its image (after N bytes, or after an interval with new records),
+and the time its snapshot carries (the last replayed batch's, for metadata.max.retention.ms)."""
 
 from __future__ import annotations
 
+import random
+from typing import cast
+
+import attrs
 import pytest
 
-from quorum.node.snapshot_policy import SnapshotPolicy, SnapshotReason
+from quorum.controller.controller import QuorumController
+from quorum.controller.digest import image_digest
+from quorum.controller.snapshot import read_snapshot, read_snapshot_records
+from quorum.log import MemoryLog, OffsetAndEpoch
+from quorum.node.controller_machine import ControllerMachine
+from quorum.node.snapshot_policy import SnapshotPolicy, SnapshotReason, write_image_snapshot
+from quorum.raft import LeaderAndEpoch, OffsetRange, RaftCore, Ready
+from quorum.raft.snapshots import snapshot_timestamp_ms
+from tests.unit.broker.records import append_records, fold, metadata_version, register, topic
+from tests.unit.controller.cluster_world import CONFIG
 
 
 def test_bytes_since_the_last_snapshot_make_one_due_at_the_limit() -> None:
@@ -47,3 +61,62 @@ def test_a_loaded_snapshot_restarts_both_counts() -> None:
 def test_limits_out_of_range_are_broken_invariants(max_bytes: int, max_interval_ms: int) -> None:
     with pytest.raises(AssertionError):
         SnapshotPolicy(max_bytes=max_bytes, max_interval_ms=max_interval_ms)
+
+
+# -- the time of a snapshot's last record (metadata.max.retention.ms reads it) ---------------
+
+
+class CommittedCore:
+    """What a machine uses of a core that committed the whole log: the log, the role and
+    ``create_snapshot`` (the real core refuses ids above what it committed)."""
+
+    state = None  # no election state: not the leader
+    epoch = 3
+    high_watermark = None
+
+    def __init__(self, log: MemoryLog) -> None:
+        self.log = log
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> bool:
+        return self.log.create_snapshot(snapshot_id, data)
+
+
+def test_an_image_snapshot_carries_the_time_it_is_given_outside_the_image() -> None:
+    image = fold([metadata_version(), topic("orders")])
+    stamps: dict[int, object] = {}
+    for timestamp in (1_700_000_000_000, 5):
+        log = MemoryLog()
+        append_records(log, [metadata_version(), topic("orders")], epoch=1)
+        core = cast(RaftCore, CommittedCore(log))
+        assert write_image_snapshot(core, image, SnapshotReason.BYTES, timestamp_ms=timestamp)
+        snapshot_id = OffsetAndEpoch(2, 1)
+        header, _ = read_snapshot_records(log.read_snapshot(snapshot_id))
+        assert header.last_contained_log_timestamp == timestamp
+        assert snapshot_timestamp_ms(log, snapshot_id) == timestamp  # what the cleaner reads
+        loaded = read_snapshot(log.read_snapshot(snapshot_id), snapshot_id)
+        stamps[timestamp] = (loaded.provenance, image_digest(loaded))
+    # the time is no part of the image: equal images, equal provenance and digest
+    assert len(set(stamps.values())) == 1
+
+
+def test_the_controller_stamps_its_snapshot_with_the_last_replayed_batch_time() -> None:
+    log = MemoryLog()
+    append_records(log, [metadata_version(), register(1, 1)], epoch=3, timestamp=1_000)
+    append_records(log, [topic("orders")], epoch=3, timestamp=2_500)
+    core = cast(RaftCore, CommittedCore(log))
+    machine = ControllerMachine(QuorumController(CONFIG, rng=random.Random(0)),
+                                snapshot_max_bytes=1)
+    committed = Ready(leader=LeaderAndEpoch(1, 3), role="Follower", committed=OffsetRange(0, 3))
+    machine.observe(committed, core, 0)
+    assert log.snapshot_ids() == [OffsetAndEpoch(3, 3)]
+    assert snapshot_timestamp_ms(log, OffsetAndEpoch(3, 3)) == 2_500
+    # a controller that starts from that snapshot stamps its next one with the next batch's time
+    append_records(log, [topic("payments")], epoch=3, timestamp=4_000)
+    again = ControllerMachine(QuorumController(CONFIG, rng=random.Random(0)),
+                              snapshot_max_bytes=1)
+    loaded = Ready(leader=LeaderAndEpoch(1, 3), role="Follower",
+                   loaded_snapshot=OffsetAndEpoch(3, 3))
+    again.observe(loaded, core, 0)
+    assert again.controller.committed.provenance.offset == 3
+    again.observe(attrs.evolve(committed, committed=OffsetRange(3, 4)), core, 0)
+    assert snapshot_timestamp_ms(log, OffsetAndEpoch(4, 3)) == 4_000

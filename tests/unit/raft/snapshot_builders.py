@@ -8,7 +8,10 @@ from quorum.log import MemoryLog, OffsetAndEpoch, ReplicatedLog
 from quorum.raft.core import RaftCore
 from quorum.raft.output import Ready
 from quorum.raft.rpc import FetchAnswer, FetchSnapshotAnswer
+from quorum.wire.codec import encode
+from quorum.wire.control import ControlRecordType, build_control_batch
 from quorum.wire.messages import FetchRequest, FetchSnapshotRequest
+from quorum.wire.messages.control_records import SnapshotHeaderRecord
 from quorum.wire.records import build_batch_from_values
 
 from .builders import begin_epoch_request, fetch_request, make_leader, new_core, reply, requests_in
@@ -20,8 +23,10 @@ __all__ = [
     "answer_fetch",
     "answer_fetch_snapshot",
     "commit_batches",
+    "committed_leader",
     "epoch_log",
     "following_core",
+    "header_snapshot",
     "leader_with_log_start",
     "only_request",
 ]
@@ -54,6 +59,27 @@ def commit_batches(core: RaftCore, count: int, now_ms: int = NOW) -> Ready:
         )
     assert core.high_watermark == core.log.log_end_offset
     return ready
+
+
+def committed_leader(batches: int = 3, **config: int) -> RaftCore:
+    """Leader 1 of (1, 2, 3) in epoch 1 with ``batches`` committed one-record batches."""
+    core = new_core(1, config=attrs.evolve(TEST_CONFIG, **config))
+    make_leader(core, NOW)
+    commit_batches(core, batches)
+    return core
+
+
+def header_snapshot(timestamp_ms: int, *, batch_timestamp_ms: int = 0) -> bytes:
+    """Snapshot bytes that start as a KRaft snapshot does: a control batch holding a
+    SnapshotHeaderRecord with LastContainedLogTimestamp ``timestamp_ms``.
+
+    Kafka stamps that batch with its wall clock at writing (``batch_timestamp_ms``);
+    the record, not the batch, holds the snapshot's time.
+    """
+    header = SnapshotHeaderRecord(last_contained_log_timestamp=timestamp_ms)
+    return build_control_batch(
+        ControlRecordType.SNAPSHOT_HEADER, encode(header, 0), timestamp=batch_timestamp_ms
+    ) + build_batch_from_values([b"state"], base_offset=1)
 
 
 def leader_with_log_start(batches: int = 4) -> RaftCore:

@@ -1,7 +1,8 @@
 """Snapshots the state machine writes, the log start they allow, and start-up with them.
 
 Item 34 of kraft-facts 7.3 (createSnapshot refusals), Kafka's retention rule
-(metadata.max.retention.bytes) and the start-up contract of ``loaded_snapshot``.
+(metadata.max.retention.bytes; the .ms half is in test_snapshot_retention_ms) and the
+start-up contract of ``loaded_snapshot``.
 """
 
 from __future__ import annotations
@@ -14,22 +15,13 @@ from quorum.raft.core import RaftCore
 from quorum.raft.errors import InvalidSnapshotIdError, RaftError
 from quorum.raft.output import Ready
 from quorum.raft.rpc import FetchAnswer
-from quorum.raft.snapshots import snapshot_timestamp_ms
 from quorum.wire.batch import set_base_offset
 from quorum.wire.messages import FetchRequest
 from quorum.wire.records import build_batch_from_values
 
 from .builders import begin_epoch_request, fetch_request, make_leader, new_core, reply, requests_in
 from .harness import TEST_CONFIG
-from .snapshot_builders import NOW, commit_batches, epoch_log, leader_with_log_start
-
-
-def committed_leader(batches: int = 3, **config: int) -> RaftCore:
-    core = new_core(1, config=attrs.evolve(TEST_CONFIG, **config))
-    make_leader(core, NOW)
-    commit_batches(core, batches)
-    return core
-
+from .snapshot_builders import NOW, committed_leader, epoch_log, leader_with_log_start
 
 # -- refusals (KafkaRaftClientSnapshotTest.testCreateSnapshotAs*WithInvalidSnapshotId) --------
 
@@ -226,48 +218,3 @@ def test_a_follower_fetches_from_the_snapshot_after_a_restart() -> None:
     part = fetch.topics[0].partitions[0]
     assert (part.fetch_offset, part.last_fetched_epoch) == (8, 2)
 
-
-def stamped(timestamp_ms: int) -> bytes:
-    """Snapshot bytes whose first batch (the header's) carries ``timestamp_ms``."""
-    return build_batch_from_values([b"header"], timestamp=timestamp_ms)
-
-
-def test_a_snapshot_older_than_the_retention_ms_goes_with_the_log_before_the_next() -> None:
-    core = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=-1,
-                            metadata_max_retention_ms=1_000)
-    core.create_snapshot(OffsetAndEpoch(3, 1), stamped(5_000))
-    core.create_snapshot(OffsetAndEpoch(5, 1), stamped(9_000))
-    assert snapshot_timestamp_ms(core.log, OffsetAndEpoch(3, 1)) == 5_000
-    # Kafka's test: strictly older than now - retention
-    assert not core.maybe_clean_log(now_ms=6_000)
-    assert core.log.log_start_offset == 0
-    assert core.maybe_clean_log(now_ms=6_001)
-    assert core.log.log_start_offset == 5
-    # the latest stays however old it gets
-    assert not core.maybe_clean_log(now_ms=10**9)
-    assert core.log.snapshot_ids() == [OffsetAndEpoch(5, 1)]
-
-
-def test_the_time_rule_stops_at_the_first_young_snapshot_and_minus_one_turns_it_off() -> None:
-    core = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=-1,
-                            metadata_max_retention_ms=1_000)
-    for offset, timestamp in ((2, 1_000), (3, 8_000), (4, 2_000), (6, 9_000)):
-        core.create_snapshot(OffsetAndEpoch(offset, 1), stamped(timestamp))
-    assert core.maybe_clean_log(now_ms=8_500)
-    # 2 was old; 3 is young, so 4 (old) stays behind it: oldest first, as Kafka cleans
-    assert core.log.log_start_offset == 3
-    assert [s.offset for s in core.log.snapshot_ids()] == [3, 4, 6]
-    off = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=-1,
-                           metadata_max_retention_ms=-1)
-    off.create_snapshot(OffsetAndEpoch(3, 1), stamped(0))
-    off.create_snapshot(OffsetAndEpoch(5, 1), stamped(0))
-    assert not off.maybe_clean_log(now_ms=10**12)
-
-
-def test_a_snapshot_without_a_readable_first_batch_is_never_aged_out() -> None:
-    core = committed_leader(batches=6, append_linger_ms=0, metadata_max_retention_bytes=-1,
-                            metadata_max_retention_ms=0)
-    core.create_snapshot(OffsetAndEpoch(3, 1), b"not a batch")
-    core.create_snapshot(OffsetAndEpoch(5, 1), stamped(0))
-    assert snapshot_timestamp_ms(core.log, OffsetAndEpoch(3, 1)) is None
-    assert not core.maybe_clean_log(now_ms=10**12)
