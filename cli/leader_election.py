@@ -22,7 +22,7 @@ import trio
 
 from cli.console import fail
 from cli.metadata_quorum import _bootstrap
-from quorum.controller.image import TopicPartition
+from quorum.controller.image import TopicPartition, partitions_by_topic
 from quorum.controller_client import ControllerChannel, ControllerUnavailableError
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
@@ -95,12 +95,9 @@ def election_request(
     """ElectLeaders for ``partitions`` (None: every partition), grouped by topic."""
     topics = None
     if partitions is not None:
-        by_topic: dict[str, list[int]] = {}
-        for tp in sorted(partitions):
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
         topics = tuple(
-            ElectLeadersRequestTopicPartitions(topic=t, partitions=tuple(ps))
-            for t, ps in by_topic.items()
+            ElectLeadersRequestTopicPartitions(topic=t, partitions=ps)
+            for t, ps in partitions_by_topic(partitions).items()
         )
     return ElectLeadersRequest(
         election_type=ELECTION_TYPES[election_type], topic_partitions=topics,

@@ -46,6 +46,7 @@ from cli.reassign_json import (
     reassignment_json,
     verify_lines,
 )
+from quorum.controller.image import partitions_by_topic
 from quorum.controller.placement import PlacementError, UsableBroker
 from quorum.controller.reassignment_plan import TopicPartition, plan_reassignment
 from quorum.controller_client import ControllerChannel, ControllerUnavailableError
@@ -208,12 +209,9 @@ async def ongoing_reassignments(
     """ListPartitionReassignments: all ongoing ones, or those among ``partitions``."""
     topics = None
     if partitions is not None:
-        by_topic: dict[str, list[int]] = {}
-        for tp in sorted(partitions):
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
         topics = tuple(
-            ListPartitionReassignmentsRequestTopics(name=t, partition_indexes=tuple(ps))
-            for t, ps in by_topic.items()
+            ListPartitionReassignmentsRequestTopics(name=t, partition_indexes=ps)
+            for t, ps in partitions_by_topic(partitions).items()
         )
     request = ListPartitionReassignmentsRequest(timeout_ms=_TIMEOUT_MS, topics=topics)
     response: ListPartitionReassignmentsResponse = await channel.call(request)

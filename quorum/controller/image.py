@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Final
 
@@ -35,6 +35,7 @@ __all__ = [
     "Provenance",
     "TopicImage",
     "TopicPartition",
+    "partitions_by_topic",
 ]
 
 NO_LEADER: Final = -1
@@ -60,6 +61,14 @@ class TopicPartition:
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+def partitions_by_topic(partitions: Iterable[TopicPartition]) -> dict[str, tuple[int, ...]]:
+    """Topic -> its partition indexes, in sorted order (how requests list partitions)."""
+    grouped: dict[str, list[int]] = {}
+    for tp in sorted(partitions):
+        grouped.setdefault(tp.topic, []).append(tp.partition)
+    return {topic: tuple(indexes) for topic, indexes in grouped.items()}
 
 
 @attrs.frozen(order=True)

@@ -56,16 +56,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 
+from quorum.controller.image import TopicPartition
 from quorum.controller.placement import PlacementError, UsableBroker, check_racks
 from quorum.wire.error_codes import Errors
 
 __all__ = ["ReassignmentPlan", "TopicPartition", "plan_reassignment"]
-
-
-@attrs.frozen(order=True)
-class TopicPartition:
-    topic: str
-    partition: int
 
 
 def _frozen_mapping(
