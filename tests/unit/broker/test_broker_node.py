@@ -4,8 +4,9 @@ image, hosts the partitions of a new topic and shuts down in a controlled way.""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,22 @@ def controller_and_broker_config(
         controller_config(root, 1, [controller_port], extra=LIVENESS), seed=1
     )
     return controller, broker_config(root, [controller_port], broker_port, **broker)
+
+
+@contextlib.asynccontextmanager
+async def running_controller_and_broker(
+    root: Path,
+) -> AsyncIterator[tuple[ControllerNode, BrokerNode]]:
+    """A one-voter controller and a broker of its quorum, both started; stopped at the end."""
+    controller, config = controller_and_broker_config(root)
+    broker = BrokerNode.from_config(config, seed=2)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(controller.run)
+        await wait_for_leader([controller])
+        await nursery.start(broker.run)
+        yield controller, broker
+        broker.stop()
+        controller.stop()
 
 
 async def controller_image_until(

@@ -19,7 +19,12 @@ from quorum.wire.messages import (
 )
 
 from ..node.nodes import wait_for_leader
-from .test_broker_node import BROKER_ID, controller_and_broker_config, controller_image_until
+from .test_broker_node import (
+    BROKER_ID,
+    controller_and_broker_config,
+    controller_image_until,
+    running_controller_and_broker,
+)
 
 DEADLINE_S = 20
 
@@ -39,13 +44,8 @@ async def connect(broker: BrokerNode) -> TrioKafkaConnection:
 async def test_topics_created_and_deleted_through_a_broker_and_many_at_once(
     tmp_path: Path,
 ) -> None:
-    controller, config = controller_and_broker_config(tmp_path)
-    broker = BrokerNode.from_config(config, seed=2)
     with trio.fail_after(DEADLINE_S):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(controller.run)
-            await wait_for_leader([controller])
-            await nursery.start(broker.run)
+        async with running_controller_and_broker(tmp_path) as (controller, broker):
             async with await connect(broker) as conn:
                 # the broker names itself as the controller: admin clients send here
                 metadata = await conn.request(MetadataRequest(topics=()), version=12)
@@ -79,8 +79,6 @@ async def test_topics_created_and_deleted_through_a_broker_and_many_at_once(
                                                               timeout_ms=10_000), version=4)
                 assert [r.error_code for r in gone.responses] == [Errors.NONE]
             await controller_image_until(controller, lambda i: i.topic("orders") is None)
-            broker.stop()
-            controller.stop()
 
 
 async def test_a_forward_no_controller_answers_times_out_and_the_broker_keeps_serving(

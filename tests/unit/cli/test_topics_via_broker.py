@@ -14,8 +14,7 @@ from broker import BrokerNode
 from cli.topics import topics
 from quorum.controller.image import MetadataImage
 from quorum.node import ControllerNode
-from tests.unit.broker.test_broker_node import controller_and_broker_config
-from tests.unit.node.nodes import wait_for_leader
+from tests.unit.broker.test_broker_node import running_controller_and_broker
 
 DEADLINE_S = 20
 
@@ -96,13 +95,6 @@ async def check_every_action(
 async def test_every_action_through_a_broker_prints_what_it_prints_through_the_controllers(
     tmp_path: Path,
 ) -> None:
-    controller, config = controller_and_broker_config(tmp_path)
-    broker = BrokerNode.from_config(config, seed=2)
     with trio.fail_after(DEADLINE_S):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(controller.run)
-            await wait_for_leader([controller])
-            await nursery.start(broker.run)
+        async with running_controller_and_broker(tmp_path) as (controller, broker):
             await check_every_action(controller, broker)
-            broker.stop()
-            controller.stop()
