@@ -43,6 +43,7 @@ from ..node.nodes import (
     CLUSTER_ID,
     FAST,
     controller_config,
+    controller_image_until,
     free_ports,
     wait_for_leader,
     write_server_config,
@@ -91,18 +92,6 @@ async def running_controller_and_broker(
         yield controller, broker
         broker.stop()
         controller.stop()
-
-
-async def controller_image_until(
-    node: ControllerNode, predicate: Callable[[MetadataImage], bool]
-) -> MetadataImage:
-    """The controller's committed image once ``predicate`` holds (bounded by the caller)."""
-    while True:
-        assert node.machine is not None
-        image = node.machine.controller.committed
-        if predicate(image):
-            return image
-        await node.wait_changed()
 
 
 def unfenced(broker_id: int) -> Callable[[MetadataImage], bool]:

@@ -18,11 +18,10 @@ from quorum.wire.messages import (
     MetadataRequest,
 )
 
-from ..node.nodes import wait_for_leader
+from ..node.nodes import controller_image_until, wait_for_leader
 from .test_broker_node import (
     BROKER_ID,
     controller_and_broker_config,
-    controller_image_until,
     running_controller_and_broker,
 )
 

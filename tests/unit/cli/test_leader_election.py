@@ -4,7 +4,6 @@ errors, and one preferred election against a controller and two brokers in-proce
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
@@ -37,6 +36,7 @@ from tests.unit.node.nodes import (
     LIVENESS,
     broker_config,
     controller_config,
+    controller_image_until,
     free_ports,
     wait_for_leader,
 )
@@ -141,14 +141,6 @@ def test_a_missing_or_bad_json_file_fails_before_connecting(tmp_path: Path) -> N
 
 
 
-async def image_where(node: ControllerNode, check: Any) -> MetadataImage:
-    while True:
-        assert node.machine is not None
-        if check(image := node.machine.controller.committed):
-            return image
-        await node.wait_changed()
-
-
 def led_by(image: MetadataImage, broker_id: int) -> list[TopicPartition]:
     return [TP(t.name, i) for t, i, p in image.iter_partitions() if p.leader == broker_id]
 
@@ -174,11 +166,11 @@ async def test_a_preferred_election_names_the_partitions_whose_preferred_leader_
                 topic = CreateTopicsRequestTopic(name="orders", num_partitions=2,
                                                  replication_factor=2)
                 await channel.call(CreateTopicsRequest(topics=(topic,)))
-                created = await image_where(controller, lambda i: len(led_by(i, 100)) == 1)
+                created = await controller_image_until(controller, lambda i: len(led_by(i, 100)) == 1)
                 [gone] = led_by(created, 100)
                 [stays] = led_by(created, 101)
                 first.stop()  # controlled shutdown: broker 101 takes over 100's partition
-                await image_where(controller, lambda i: not led_by(i, 100))
+                await controller_image_until(controller, lambda i: not led_by(i, 100))
                 named = await elect_leaders(channel, "PREFERRED", [gone, stays])
                 everything = await elect_leaders(channel, "PREFERRED", None)
                 second.stop()

@@ -51,6 +51,7 @@ from tests.unit.node.nodes import (
     LIVENESS,
     broker_config,
     controller_config,
+    controller_image_until,
     free_ports,
     wait_for_leader,
 )
@@ -286,17 +287,6 @@ NEW_BROKER = 103
 DEADLINE_S = 20
 
 
-async def committed_image(
-    node: ControllerNode, predicate: Callable[[MetadataImage], bool]
-) -> MetadataImage:
-    while True:
-        assert node.machine is not None
-        image = node.machine.controller.committed
-        if predicate(image):
-            return image
-        await node.wait_changed()
-
-
 def all_unfenced(ids: tuple[int, ...]) -> Callable[[MetadataImage], bool]:
     def check(image: MetadataImage) -> bool:
         return all((b := image.broker(i)) is not None and not b.fenced for i in ids)
@@ -322,10 +312,10 @@ async def test_a_balance_plan_after_adding_a_broker_is_executed_verified_and_can
             ) as channel:
                 for broker in brokers:
                     await running.start(broker.run)
-                await committed_image(controller, all_unfenced(BROKERS))
+                await controller_image_until(controller, all_unfenced(BROKERS))
                 await _create_orders(channel)
                 await running.start(added.run)
-                await committed_image(controller, all_unfenced((*BROKERS, NEW_BROKER)))
+                await controller_image_until(controller, all_unfenced((*BROKERS, NEW_BROKER)))
                 await _balance_execute_verify_cancel(channel, port, tmp_path)
                 for broker in (*brokers, added):
                     broker.stop()

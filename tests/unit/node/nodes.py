@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,7 @@ import trio
 
 from quorum.client import TrioKafkaConnection
 from quorum.config import ServerConfig, load_server_config
+from quorum.controller.image import MetadataImage
 from quorum.node import ControllerNode
 from quorum.storage import format_storage
 
@@ -18,6 +19,7 @@ __all__ = [
     "CLUSTER_ID",
     "FAST",
     "controller_config",
+    "controller_image_until",
     "free_ports",
     "start_nodes",
     "wait_for_leader",
@@ -109,6 +111,18 @@ async def wait_for_leader(nodes: Sequence[ControllerNode]) -> ControllerNode:
 async def _first_change(node: ControllerNode, scope: trio.CancelScope) -> None:
     await node.wait_changed()
     scope.cancel()
+
+
+async def controller_image_until(
+    node: ControllerNode, predicate: Callable[[MetadataImage], bool]
+) -> MetadataImage:
+    """The controller's committed image once ``predicate`` holds (bounded by the caller)."""
+    while True:
+        assert node.machine is not None
+        image = node.machine.controller.committed
+        if predicate(image):
+            return image
+        await node.wait_changed()
 
 
 async def connect(node: ControllerNode) -> TrioKafkaConnection:
