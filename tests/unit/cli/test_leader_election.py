@@ -9,7 +9,6 @@ import pytest
 import trio
 from click.testing import CliRunner
 
-from broker import BrokerNode
 from cli.leader_election import (
     ElectionOutcome,
     LeaderElectionError,
@@ -22,7 +21,6 @@ from cli.leader_election import (
 from quorum.config.values import HostPort
 from quorum.controller.image import MetadataImage, TopicPartition
 from quorum.controller_client import ControllerChannel
-from quorum.node import ControllerNode
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     CreateTopicsRequest,
@@ -33,11 +31,8 @@ from quorum.wire.messages import (
     ElectLeadersResponseReplicaElectionResult,
 )
 from tests.unit.node.nodes import (
-    LIVENESS,
-    broker_config,
-    controller_config,
+    controller_and_brokers,
     controller_image_until,
-    free_ports,
     wait_for_leader,
 )
 
@@ -148,12 +143,7 @@ def led_by(image: MetadataImage, broker_id: int) -> list[TopicPartition]:
 async def test_a_preferred_election_names_the_partitions_whose_preferred_leader_is_gone(
     tmp_path: Path,
 ) -> None:
-    [port] = free_ports(1)
-    controller = ControllerNode.from_config(
-        controller_config(tmp_path, 1, [port], extra=LIVENESS), seed=1
-    )
-    first, second = (BrokerNode.from_config(broker_config(tmp_path, b, port), seed=b)
-                     for b in (100, 101))
+    port, controller, (first, second) = controller_and_brokers(tmp_path, (100, 101))
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             await nursery.start(controller.run)

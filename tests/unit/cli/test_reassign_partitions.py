@@ -15,7 +15,6 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker import BrokerNode
 from cli.reassign_json import (
     ReassignmentError,
     generate_lines,
@@ -40,7 +39,6 @@ from quorum.config.values import HostPort
 from quorum.controller.image import MetadataImage
 from quorum.controller.reassignment_plan import TopicPartition
 from quorum.controller_client import ControllerChannel
-from quorum.node import ControllerNode
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     CreateTopicsRequest,
@@ -48,11 +46,8 @@ from quorum.wire.messages import (
     ListPartitionReassignmentsResponseOngoingPartitionReassignment,
 )
 from tests.unit.node.nodes import (
-    LIVENESS,
-    broker_config,
-    controller_config,
+    controller_and_brokers,
     controller_image_until,
-    free_ports,
     wait_for_leader,
 )
 
@@ -297,12 +292,7 @@ def all_unfenced(ids: tuple[int, ...]) -> Callable[[MetadataImage], bool]:
 async def test_a_balance_plan_after_adding_a_broker_is_executed_verified_and_cancelled(
     tmp_path: Path,
 ) -> None:
-    [port] = free_ports(1)
-    controller = ControllerNode.from_config(
-        controller_config(tmp_path, 1, [port], extra=LIVENESS), seed=1
-    )
-    brokers = [BrokerNode.from_config(broker_config(tmp_path, b, port), seed=b) for b in BROKERS]
-    added = BrokerNode.from_config(broker_config(tmp_path, NEW_BROKER, port), seed=NEW_BROKER)
+    port, controller, [*brokers, added] = controller_and_brokers(tmp_path, (*BROKERS, NEW_BROKER))
     with trio.fail_after(DEADLINE_S):
         async with trio.open_nursery() as nursery:
             await nursery.start(controller.run)

@@ -9,6 +9,7 @@ from typing import Any
 
 import trio
 
+from broker import BrokerNode
 from quorum.client import TrioKafkaConnection
 from quorum.config import ServerConfig, load_server_config
 from quorum.controller.image import MetadataImage
@@ -18,6 +19,7 @@ from quorum.storage import format_storage
 __all__ = [
     "CLUSTER_ID",
     "FAST",
+    "controller_and_brokers",
     "controller_config",
     "controller_image_until",
     "free_ports",
@@ -150,3 +152,15 @@ def broker_config(root: Path, broker_id: int, controller_port: int) -> ServerCon
     config = load_server_config(path, overrides={**FAST, **LIVENESS})
     format_storage(config, CLUSTER_ID)
     return config
+
+
+def controller_and_brokers(
+    root: Path, broker_ids: Sequence[int]
+) -> tuple[int, ControllerNode, list[BrokerNode]]:
+    """A one-voter controller (its port) and brokers of its quorum, none started yet."""
+    [port] = free_ports(1)
+    controller = ControllerNode.from_config(
+        controller_config(root, 1, [port], extra=LIVENESS), seed=1
+    )
+    brokers = [BrokerNode.from_config(broker_config(root, b, port), seed=b) for b in broker_ids]
+    return port, controller, brokers
