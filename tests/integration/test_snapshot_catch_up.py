@@ -75,9 +75,16 @@ def snapshot_offsets(cluster: LocalCluster, node_id: int) -> list[int]:
 def snapshot_ages_ms(cluster: LocalCluster, node_id: int) -> list[float]:
     """How long ago (wall clock) the last record of each snapshot was appended."""
     now_ms = time.time() * 1000
-    paths = (p for p in partition_dir(cluster, node_id).iterdir() if _CHECKPOINT.fullmatch(p.name))
-    return [now_ms - read_snapshot_records(p.read_bytes())[0].last_contained_log_timestamp
-            for p in paths]
+    ages = []
+    for path in partition_dir(cluster, node_id).iterdir():
+        if not _CHECKPOINT.fullmatch(path.name):
+            continue
+        try:
+            header = read_snapshot_records(path.read_bytes())[0]
+        except FileNotFoundError:
+            continue  # the node's cleaner deleted it after the listing: it keeps running
+        ages.append(now_ms - header.last_contained_log_timestamp)
+    return ages
 
 
 def segment_offsets(cluster: LocalCluster, node_id: int) -> list[int]:
