@@ -4,7 +4,7 @@ The listener serves ApiVersions, Metadata, DescribeCluster and pykraft's
 PykraftDescribeImage (the image's offset and digest, so tests and tools can
 compare nodes) from this broker's image, and forwards the admin requests in
 ``FORWARDED_APIS`` (CreateTopics, DeleteTopics, CreatePartitions, configs,
-elections, reassignments) to the active controller (``ControllerForwarder``),
+elections, reassignments, DescribeQuorum) to the active controller (``ControllerForwarder``),
 each in its own task so a slow forward holds up nothing else; the answer
 takes its place in the connection's response order. It advertises only
 these, at the client listener's versions (``CLIENT_LISTENER_VERSIONS``);

@@ -65,6 +65,8 @@ def _banner(cluster: LocalCluster, leader: int) -> str:
         host, port = cluster.address(cluster.broker_ids[0])
         lines.append(f"  kraft topics --bootstrap-server {host}:{port} --describe   "
                      "(through a broker, as Kafka clients do)")
+        lines.append(f"  kraft metadata-quorum --bootstrap-server {host}:{port} "
+                     "describe --replication   (brokers are listed as observers)")
     lines += [
         "Press Ctrl-C to stop.",
     ]

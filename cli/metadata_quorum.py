@@ -4,8 +4,8 @@
 with Kafka's options, error texts (stderr, exit status 1) and output. The
 connection goes to ``--bootstrap-controller`` addresses (controller
 listeners) or ``--bootstrap-server`` addresses (broker listeners, which
-forward DescribeQuorum to the leader once brokers exist; a controller
-listener answers such a call with Kafka's endpoint-type error).
+forward DescribeQuorum to the quorum leader; a controller listener
+answers such a call with Kafka's endpoint-type error).
 ``--command-config`` reads the admin client's ``default.api.timeout.ms``,
 ``request.timeout.ms`` and ``retry.backoff.ms``. Not offered yet:
 ``add-controller`` and ``remove-controller`` (static quorums only).

@@ -69,8 +69,18 @@ class ControllerChannel:
             await self._conn.aclose()
             self._conn = None
 
-    async def call(self, request: Any, *, version: int | None = None) -> Any:
-        """The active controller's response; raises ControllerUnavailableError."""
+    async def call(
+        self,
+        request: Any,
+        *,
+        version: int | None = None,
+        moved: frozenset[int] = frozenset({Errors.NOT_CONTROLLER}),
+    ) -> Any:
+        """The active controller's response; raises ControllerUnavailableError.
+
+        An answer carrying an error code in ``moved`` means leadership moved
+        on: find the active controller again and resend.
+        """
         settings = self.settings
         problem = "no attempt finished"
         with trio.move_on_after(settings.api_timeout_ms / 1000):
@@ -79,7 +89,7 @@ class ControllerChannel:
                     with trio.fail_after(settings.request_timeout_ms / 1000):
                         conn = await self._active()
                         response = await conn.request(request, version=version)
-                    if Errors.NOT_CONTROLLER not in error_codes_in(response):
+                    if moved.isdisjoint(error_codes_in(response)):
                         return response
                     problem = f"node {self.controller_id} is no longer the active controller"
                 except (ClientError, trio.TooSlowError, _NoController) as exc:

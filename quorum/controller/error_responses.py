@@ -35,6 +35,8 @@ from quorum.wire.messages import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
     DescribeConfigsResponseResult,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
@@ -128,10 +130,16 @@ _BUILDERS: Final[dict[type, _Builder]] = {
 # the request classes the active controller handles (and a standby refuses)
 CONTROLLER_REQUESTS: Final = frozenset(_BUILDERS)
 
+# answered by the Raft leader (a standby says NOT_LEADER_OR_FOLLOWER itself), but
+# forwarded by brokers, which need its error shape when no controller answers
+_RAFT_BUILDERS: Final[dict[type, _Builder]] = {
+    DescribeQuorumRequest: lambda r, e, t: DescribeQuorumResponse(error_code=e, error_message=t),
+}
+
 
 def error_response(request: Any, error: Errors, message: str) -> Any:
     """``request``'s response carrying ``error`` everywhere it has an error code."""
-    builder = _BUILDERS.get(type(request))
+    builder = _BUILDERS.get(type(request)) or _RAFT_BUILDERS.get(type(request))
     if builder is None:
         raise TypeError(f"{type(request).__name__} is not a controller request")
     return builder(request, error, message)

@@ -69,6 +69,8 @@ logger = logging.getLogger(__name__)
 # inputs queued for the core before senders wait (backpressure on listeners)
 INBOX_SIZE: Final = 4096
 _MAX_APPENDS_PER_PROPOSAL: Final = 1024
+# DescribeQuorum names the voters' endpoints (Nodes) from v2 on
+_DESCRIBE_QUORUM_NODES_VERSION: Final = 2
 T = TypeVar("T")
 
 
@@ -295,7 +297,9 @@ class CoreDriver:
             slot = out.reply_to
             assert isinstance(slot, ResponseSlot), f"unknown reply handle {slot!r}"
             message = out.message
-            if isinstance(message, DescribeQuorumResponse) and self._voter_nodes:
+            if isinstance(message, DescribeQuorumResponse) and self._voter_nodes and (
+                slot.version >= _DESCRIBE_QUORUM_NODES_VERSION
+            ):
                 message = attrs.evolve(message, nodes=self._voter_nodes)
             slot.complete(message)
 

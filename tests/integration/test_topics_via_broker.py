@@ -1,7 +1,10 @@
-"""``kraft topics --bootstrap-server``: a broker forwards admin requests to the active
-controller, also after that controller is killed."""
+"""``kraft topics`` and ``kraft metadata-quorum`` with ``--bootstrap-server``: a broker
+forwards admin requests and DescribeQuorum to the active controller, also after that
+controller is killed."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -17,6 +20,16 @@ def via(cluster: LocalCluster, broker: int, *args: str) -> tuple[int, str, str]:
     host, port = cluster.address(broker)
     done = kraft("topics", "--bootstrap-server", f"{host}:{port}", *args)
     return done.returncode, done.stdout, done.stderr
+
+
+def quorum_status(cluster: LocalCluster, broker: int) -> dict[str, str]:
+    """``kraft metadata-quorum --bootstrap-server <broker> describe --status``, by key."""
+    host, port = cluster.address(broker)
+    done = kraft("metadata-quorum", "--bootstrap-server", f"{host}:{port}", "describe",
+                 "--status")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    rows = (line.split(":", 1) for line in done.stdout.splitlines())
+    return {key: value.strip() for key, value in rows}
 
 
 def test_topics_through_brokers_survive_a_controller_failover(start_cluster: StartCluster) -> None:
@@ -42,10 +55,23 @@ def test_topics_through_brokers_survive_a_controller_failover(start_cluster: Sta
     assert code == 1 and "TOPIC_ALREADY_EXISTS" in err
 
     # the active controller dies: the broker finds the next one
-    cluster.kill(cluster.leader())
+    killed = cluster.leader()
+    cluster.kill(killed)
     code, out, err = via(cluster, first, "--create", "--topic", "after", "--partitions", "2",
                          "--replication-factor", "2")
     assert (code, out) == (0, "Created topic after.\n"), err
+    # the new leader lists each broker as an observer once it has fetched from it
+    def observed_by_all() -> dict[str, str] | None:
+        status = quorum_status(cluster, second)
+        observers = re.findall(r'"id": (\d+)', status["CurrentObservers"])
+        return status if sorted(int(o) for o in observers) == cluster.broker_ids else None
+
+    status = cluster.wait_for(
+        observed_by_all, "the brokers observing the new leader, told through a broker", _DEADLINE_S
+    )
+    assert status["ClusterId"] == cluster.cluster_id
+    assert int(status["LeaderId"]) not in (killed, -1)
+    assert int(status["LeaderId"]) == cluster.leader()
     code, _, err = via(cluster, first, "--alter", "--topic", "after", "--partitions", "4")
     assert code == 0, err
     code, _, err = via(cluster, first, "--delete", "--topic", "orders")

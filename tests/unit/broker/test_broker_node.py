@@ -184,7 +184,7 @@ async def _ask_the_broker_listener(broker: BrokerNode) -> None:
         broker.address.host, broker.address.port
     ) as conn:
         assert conn.server_versions is not None
-        assert set(conn.server_versions) == {3, 18, 19, 20, 32, 37, 43, 44, 45, 46, 60, 10001}
+        assert set(conn.server_versions) == {3, 18, 19, 20, 32, 37, 43, 44, 45, 46, 55, 60, 10001}
         metadata = await conn.request(MetadataRequest(topics=None), version=12)
         described = await conn.request(DescribeClusterRequest(endpoint_type=1))
         unknown = await conn.request(

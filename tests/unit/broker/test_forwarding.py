@@ -1,6 +1,6 @@
 """Admin requests sent to a broker reach the active controller (real sockets, one nursery):
-topics created and deleted through the broker, many forwards at once, and a timely
-REQUEST_TIMED_OUT when no controller answers."""
+topics created and deleted through the broker, many forwards at once, DescribeQuorum
+answered by the quorum leader, and a timely REQUEST_TIMED_OUT when no controller answers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from pathlib import Path
 import trio
 
 from broker import BrokerNode
+from broker.forwarding import ControllerForwarder
 from quorum.client import TrioKafkaConnection
+from quorum.describe import describe_quorum_request, quorum_info_from_response
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     CreateTopicsRequest,
@@ -18,7 +20,7 @@ from quorum.wire.messages import (
     MetadataRequest,
 )
 
-from ..node.nodes import controller_image_until, wait_for_leader
+from ..node.nodes import controller_image_until, free_ports, wait_for_leader
 from .test_broker_node import (
     BROKER_ID,
     controller_and_broker_config,
@@ -103,3 +105,34 @@ async def test_a_forward_no_controller_answers_times_out_and_the_broker_keeps_se
                 metadata = await conn.request(MetadataRequest(topics=()), version=12)
                 assert metadata.brokers  # still answered from the image
             broker.stop()
+
+
+async def test_describe_quorum_through_a_broker_is_the_quorum_leaders_answer(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with (
+            running_controller_and_broker(tmp_path) as (controller, broker),
+            await connect(broker) as conn,
+        ):
+            for version in (0, 1, 2):
+                answer = await conn.request(describe_quorum_request(), version=version)
+                info = quorum_info_from_response(answer)
+                assert info.leader_id == controller.node_id
+                assert [v.replica_id for v in info.voters] == [controller.node_id]
+                # the broker asking is one of the leader's observers
+                assert BROKER_ID in [o.replica_id for o in info.observers]
+
+
+async def test_a_describe_quorum_no_controller_answers_gets_request_timed_out() -> None:
+    (unused_port,) = free_ports(1)
+    forwarder = ControllerForwarder({1: ("127.0.0.1", unused_port)}, default_timeout_ms=300)
+    with trio.fail_after(DEADLINE_S):
+        start = trio.current_time()
+        answer = await forwarder.forward(describe_quorum_request(), 2)
+        waited = trio.current_time() - start
+        await forwarder.aclose()
+    # DescribeQuorum carries no timeout: the forwarder's own default bounds it
+    assert answer.error_code == Errors.REQUEST_TIMED_OUT
+    assert answer.error_message
+    assert 0.3 <= waited < 5

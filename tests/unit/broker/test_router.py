@@ -43,7 +43,7 @@ async def answers(router: BrokerRouter, frames: list[bytes]) -> bytes:
 
 SERVED = {3: (0, 12), 18: (0, 4), 60: (0, 1), 10001: (0, 0)}
 FORWARDED = {19: (0, 5), 20: (1, 4), 32: (0, 4), 37: (0, 3), 43: (0, 2), 44: (0, 1),
-             45: (0, 0), 46: (0, 0)}
+             45: (0, 0), 46: (0, 0), 55: (0, 2)}
 
 
 def test_the_listener_advertises_only_what_it_serves_or_forwards() -> None:

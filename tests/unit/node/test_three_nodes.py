@@ -46,7 +46,12 @@ async def test_three_voters_elect_one_leader_and_commit_through_the_network(
         async with await connect(leader) as conn:
             answer = await conn.request(PykraftAppendRequest(records=(b"x", b"y")))
             quorum = await conn.request(DESCRIBE_QUORUM)
+            # v0 and v1 have no Nodes field: the answer must still encode
+            older = [await conn.request(DESCRIBE_QUORUM, version=v) for v in (0, 1)]
         assert answer.error_code == 0 and answer.leader_id == leader.node_id
+        for old in older:
+            assert old.topics[0].partitions[0].leader_id == leader.node_id
+            assert old.nodes == ()
         partition = quorum.topics[0].partitions[0]
         assert partition.leader_id == leader.node_id
         assert partition.high_watermark > answer.last_offset
