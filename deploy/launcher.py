@@ -22,7 +22,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -40,10 +39,10 @@ from deploy.layout import (
 from deploy.probes import is_serving
 from deploy.proxy import CutMode, LinkProxy
 from deploy.quorum_view import QuorumView
+from deploy.waiting import wait_until
 
 __all__ = ["ClusterSpec", "LaunchError", "LocalCluster"]
 
-_POLL_S: Final = 0.05
 _STOP_TIMEOUT_S: Final = 10.0
 _PLAN_ATTEMPTS: Final = 5
 # what a node process prints once it serves (quorum.node.process.ready_line)
@@ -263,15 +262,10 @@ class LocalCluster(QuorumView):
                  *, nodes: Sequence[int] | None = None) -> T:
         """Poll ``condition`` until it returns something truthy; LaunchError with the
         nodes' log tails after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            result = condition()
-            if result:
-                return result
-            if time.monotonic() >= deadline:
-                tails = "\n".join(self.log_tail(n) for n in (nodes or sorted(self.layout)))
-                raise LaunchError(f"timed out after {timeout}s waiting for {what}\n{tails}")
-            time.sleep(_POLL_S)
+        return wait_until(
+            condition, what, timeout,
+            details=lambda: "\n".join(self.log_tail(n) for n in (nodes or sorted(self.layout))),
+        )
 
     def log_tail(self, node_id: int, lines: int = 30) -> str:
         path = self.layout[node_id].log_path
