@@ -16,7 +16,9 @@ Resigned                        reject                      log up to date
 
 A request from a higher epoch first moves this node to Unattached in that
 epoch. An observer grants pre-votes by the same rule (its answer is not
-counted) and never casts a standard vote.
+counted) and never casts a standard vote. A follower that knows its leader
+is gone and refuses a pre-vote because its own log is longer stands at once
+(pykraft's addition to the ranked fast failover; docs/design.md).
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ def handle_vote_request(ctx: CoreContext, ask: VoteAsk, now_ms: int) -> VoteAnsw
         return _answer(ctx, ErrorCode.INVALID_VOTER_KEY)
     granted = _may_grant(ctx, ask)
     state = ctx.state
+    if ask.pre_vote and not granted:
+        _stand_if_longer_log_and_leader_gone(ctx, ask, now_ms)
     if granted and not ask.pre_vote:
         assert isinstance(state, Unattached | Prospective)
         if state.voted_id is None:
@@ -93,6 +97,26 @@ def handle_vote_request(ctx: CoreContext, ask: VoteAsk, now_ms: int) -> VoteAnsw
         elif isinstance(state, Unattached):
             state.election_deadline_ms = ctx.election_deadline(now_ms)
     return _answer(ctx, ErrorCode.NONE, granted=granted)
+
+
+def _stand_if_longer_log_and_leader_gone(ctx: CoreContext, ask: VoteAsk, now_ms: int) -> None:
+    """A survivor of a lost leader refused a pre-vote for a log shorter than its own.
+
+    That candidate cannot win; the survivors that refused it take its place in
+    the ranked order: the first of the others stands now, the next one step
+    later, and so on, so that they still do not all stand at once and split the
+    vote (with five voters several survivors refuse the same pre-vote).
+    """
+    state = ctx.state
+    if not (isinstance(state, Follower) and state.leader_gone):
+        return
+    if _log_is_up_to_date(ctx, ask):
+        return
+    others = sorted(ctx.members.voters - {state.leader_id, ask.replica_id})
+    if ctx.local_id not in others:
+        return
+    turn_ms = now_ms + others.index(ctx.local_id) * ctx.config.fast_failover_step_ms
+    state.fetch_deadline_ms = min(state.fetch_deadline_ms, turn_ms)
 
 
 def _answer(ctx: CoreContext, error: ErrorCode, *, granted: bool = False) -> VoteAnswer:

@@ -86,15 +86,13 @@ def handle_fetch_response(ctx: CoreContext, source: int, answer: FetchAnswer, no
             ctx.requests.back_off(source, now_ms)  # a malformed answer: not a sign of life
             return
         # the leader no longer has what follows our log: download its snapshot
-        state.has_fetched = True
-        state.fetch_deadline_ms = ctx.fetch_deadline(now_ms)
+        state.heard_from_leader(ctx.fetch_deadline(now_ms))
         snapshot_fetch.start_download(ctx, state, answer.snapshot_id)
         return  # the high watermark says nothing about a log that is not a prefix of the leader's
     elif len(answer.records) > 0 and not _append(ctx, answer.records):
         ctx.requests.back_off(source, now_ms)
         return
-    state.has_fetched = True
-    state.fetch_deadline_ms = ctx.fetch_deadline(now_ms)
+    state.heard_from_leader(ctx.fetch_deadline(now_ms))
     if answer.high_watermark >= 0:
         new_hw = min(answer.high_watermark, ctx.log.log_end_offset)
         if state.high_watermark is None or new_hw > state.high_watermark:
@@ -174,7 +172,7 @@ def handle_end_epoch_request(ctx: CoreContext, ask: EndEpochAsk, now_ms: int) ->
     if isinstance(state, Follower) and state.leader_id == ask.leader_id:
         # The leader is gone: stand after a backoff ordered by the leader's
         # list of successors, and stop defending it against pre-votes.
-        state.has_fetched = False
+        state.lost_leader()
         backoff = end_epoch_backoff_ms(ctx, ask.preferred_successors)
         state.fetch_deadline_ms = min(state.fetch_deadline_ms, now_ms + backoff)
     return _epoch_answer(ctx, ErrorCode.NONE)
@@ -218,7 +216,10 @@ def connection_failed(ctx: CoreContext, node_id: int, now_ms: int) -> None:
     pre-vote after ``rank * fast_failover_step_ms``, rank being its place among
     the other voters by id, so the survivors do not all stand at once and
     split the vote. Pre-vote keeps a healthy leader from being disrupted: the
-    voters that still fetch from it refuse.
+    voters that still fetch from it refuse. When a survivor ranked before it
+    has the shorter log, its pre-vote is refused; the refusing survivor then
+    stands at once (``election.handle_vote_request``) instead of waiting for its
+    own turn, so the rank costs a round trip rather than a step.
     """
     ctx.requests.fail(node_id, now_ms)
     state = ctx.state
@@ -229,7 +230,7 @@ def connection_failed(ctx: CoreContext, node_id: int, now_ms: int) -> None:
         and state.leader_id == node_id
     ):
         return
-    state.has_fetched = False
+    state.lost_leader()
     survivors = sorted(ctx.members.voters - {node_id})
     delay = survivors.index(ctx.local_id) * ctx.config.fast_failover_step_ms
     state.fetch_deadline_ms = min(state.fetch_deadline_ms, now_ms + delay)

@@ -155,8 +155,7 @@ def handle_fetch_snapshot_response(
     if answer.snapshot_id != download.snapshot_id or answer.position != written:
         ctx.requests.back_off(source, now_ms)  # not the chunk this node asked for
         return
-    state.has_fetched = True
-    state.fetch_deadline_ms = ctx.fetch_deadline(now_ms)
+    state.heard_from_leader(ctx.fetch_deadline(now_ms))
     download.data += answer.data
     if len(download.data) > answer.size or (not answer.data and written < answer.size):
         state.snapshot_download = None  # a chunk that does not fit: start over

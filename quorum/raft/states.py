@@ -136,6 +136,9 @@ class Follower:
     fetch_deadline_ms: int
     # a follower that has fetched from its leader in this epoch refuses pre-votes
     has_fetched: bool = False
+    # the leader is known gone (its connection failed, or it sent EndQuorumEpoch):
+    # this follower is only waiting for its turn to stand
+    leader_gone: bool = False
     high_watermark: int | None = None
     # while set, the follower sends FetchSnapshot instead of Fetch
     snapshot_download: SnapshotDownload | None = None
@@ -143,6 +146,17 @@ class Follower:
     @property
     def election_state(self) -> ElectionState:
         return ElectionState(self.epoch, self.leader_id, self.voted_id)
+
+    def heard_from_leader(self, fetch_deadline_ms: int) -> None:
+        """A fetch answer from the leader: it is alive, defend it until ``fetch_deadline_ms``."""
+        self.has_fetched = True
+        self.leader_gone = False
+        self.fetch_deadline_ms = fetch_deadline_ms
+
+    def lost_leader(self) -> None:
+        """The leader is gone: stop defending it against pre-votes."""
+        self.has_fetched = False
+        self.leader_gone = True
 
 
 @attrs.define(kw_only=True)

@@ -30,6 +30,7 @@ from quorum.raft.rpc import (
     VoteAsk,
 )
 from quorum.raft.states import ElectionState
+from quorum.wire.records import build_batch_from_values
 
 from .harness import TEST_CONFIG, over_the_wire
 
@@ -38,6 +39,7 @@ __all__ = [
     "end_epoch_request",
     "fetch_request",
     "fetch_snapshot_request",
+    "log_with",
     "new_core",
     "requests_in",
     "response_to",
@@ -69,6 +71,15 @@ def new_core(
         config=config,
         election_state=stored,
     )
+
+
+def log_with(epochs: Sequence[int]) -> MemoryLog:
+    """A log holding one single-record batch per entry of ``epochs``."""
+    log = MemoryLog()
+    for epoch in epochs:
+        log.append(build_batch_from_values([b"v"]), epoch=epoch)
+    log.flush()
+    return log
 
 
 def _request(message: Any) -> InboundRequest:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from quorum.log import MemoryLog
 from quorum.raft.core import RaftCore
 from quorum.raft.rpc import ErrorCode, FetchAnswer, VoteAnswer
 from quorum.raft.states import Candidate, ElectionState, Follower, Leader, Prospective, Unattached
 from quorum.wire.messages import BeginQuorumEpochRequest, FetchRequest, VoteRequest
-from quorum.wire.records import build_batch_from_values
 
 from .builders import (
     begin_epoch_request,
+    log_with,
     new_core,
     reply,
     requests_in,
@@ -18,16 +17,6 @@ from .builders import (
     vote_request,
 )
 from .harness import Cluster
-
-
-def log_with(epochs: list[int]) -> MemoryLog:
-    """A log holding one single-record batch per entry of ``epochs``."""
-    log = MemoryLog()
-    for epoch in epochs:
-        log.append(build_batch_from_values([b"v"]), epoch=epoch)
-    log.flush()
-    return log
-
 
 # -- whole-cluster scenarios ------------------------------------------------------------
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from quorum.raft.config import RaftConfig
+from quorum.raft.core import RaftCore
+from quorum.raft.output import InboundRequest
 from quorum.raft.rpc import EpochAnswer
 from quorum.raft.states import Follower, Leader, Prospective, Resigned, Unattached
 from quorum.wire.messages import BeginQuorumEpochRequest, EndQuorumEpochRequest, VoteRequest
@@ -11,10 +13,13 @@ from .builders import (
     begin_epoch_request,
     end_epoch_request,
     fetch_request,
+    log_with,
     make_leader,
     new_core,
     reply,
     requests_in,
+    response_to,
+    vote_request,
 )
 from .harness import TEST_CONFIG, Cluster
 
@@ -179,6 +184,55 @@ def test_survivors_stand_in_rank_order() -> None:
     assert isinstance(core.state, Prospective)
 
 
+def _survivor(node_id: int, voters: tuple[int, ...], *, leader_gone: bool) -> RaftCore:
+    """Voter ``node_id`` holding two records of epoch 1, following leader 1."""
+    core = new_core(node_id, voters=voters, log=log_with([1, 1]))
+    core.handle(begin_epoch_request(1, epoch=1), 0)
+    if leader_gone:
+        core.connection_failed(1, 100)
+    return core
+
+
+def _shorter_pre_vote(candidate: int) -> InboundRequest:
+    return vote_request(candidate, epoch=1, pre_vote=True, last_epoch=1, last_offset=1)
+
+
+def test_a_survivor_refusing_a_shorter_logs_pre_vote_stands_at_once() -> None:
+    core = _survivor(3, (1, 2, 3), leader_gone=True)
+    state = core.state
+    assert isinstance(state, Follower)
+    assert state.fetch_deadline_ms == 100 + TEST_CONFIG.fast_failover_step_ms  # its turn: second
+    request = _shorter_pre_vote(2)
+    assert response_to(core.handle(request, 110), request).vote_granted is False
+    # node 2 cannot win with the shorter log: node 3 takes its turn now
+    assert state.fetch_deadline_ms == 110
+    core.poll(110)
+    assert isinstance(core.state, Prospective)
+
+
+def test_with_five_voters_the_refusing_survivors_keep_their_order() -> None:
+    step = TEST_CONFIG.fast_failover_step_ms
+    turns = {}
+    for node_id in (3, 4, 5):
+        core = _survivor(node_id, (1, 2, 3, 4, 5), leader_gone=True)
+        core.handle(_shorter_pre_vote(2), 110)
+        state = core.state
+        assert isinstance(state, Follower)
+        turns[node_id] = state.fetch_deadline_ms
+    # node 2 drops out of the order; the others move up one place, one step apart
+    assert turns == {3: 110, 4: 110 + step, 5: 110 + 2 * step}
+
+
+def test_a_follower_whose_leader_is_alive_keeps_its_deadline_when_refusing() -> None:
+    core = _survivor(3, (1, 2, 3), leader_gone=False)
+    state = core.state
+    assert isinstance(state, Follower)
+    deadline = state.fetch_deadline_ms
+    request = _shorter_pre_vote(2)
+    assert response_to(core.handle(request, 110), request).vote_granted is False
+    assert state.fetch_deadline_ms == deadline and isinstance(core.state, Follower)
+
+
 def test_observers_do_not_stand_when_the_leader_connection_fails() -> None:
     core = new_core(9)
     core.handle(begin_epoch_request(1, epoch=1), 0)
@@ -194,3 +248,11 @@ def test_a_single_voter_restarting_as_resigned_leads_again() -> None:
     cluster.restart(1)
     assert cluster.run_until(lambda: cluster.core(1).is_leader, 10_000)
     assert isinstance(cluster.core(1).state, Leader) and cluster.core(1).epoch > 1
+
+
+def test_a_fetch_answer_after_a_reset_makes_the_leader_alive_again() -> None:
+    state = Follower(epoch=1, leader_id=1, fetch_deadline_ms=500)
+    state.lost_leader()
+    assert (state.has_fetched, state.leader_gone) == (False, True)
+    state.heard_from_leader(900)
+    assert (state.has_fetched, state.leader_gone, state.fetch_deadline_ms) == (True, False, 900)
