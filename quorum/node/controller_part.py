@@ -6,7 +6,7 @@ core. ``controller_machine`` builds the state machine hook, ``voter_nodes``
 what DescribeQuorum names, ``serve_controller_listener`` binds and serves
 the controller listener and returns the address it advertises, and
 ``hand_over_leadership`` makes a leader resign (EndQuorumEpoch to every
-voter) and waits up to ``shutdown_grace_ms`` for the answers.
+voter) and waits up to ``shutdown_grace_ms`` until another voter leads.
 """
 
 from __future__ import annotations
@@ -75,13 +75,16 @@ async def serve_controller_listener(
 
 
 async def hand_over_leadership(driver: CoreDriver, shutdown_grace_ms: int) -> None:
-    """A leader resigns and waits (bounded) until every voter heard of it; others return."""
+    """A leader resigns and waits (bounded) until another voter leads; others return.
+
+    As Kafka's graceful shutdown does: staying up until the new leader announces
+    itself lets this node answer its successor's pre-vote and vote, which the
+    other voters may refuse while their EndQuorumEpoch is still on its way.
+    """
     if driver.role != "Leader":
         return
     await driver.submit(Resign())
     with trio.move_on_after(shutdown_grace_ms / 1000):
-        while driver.role == "Leader":
+        while not driver.handed_over:
             await driver.changed.wait()
-        while not driver.handover_done:
-            await driver.changed.wait()
-    logger.info("handed over leadership: %s", "done" if driver.handover_done else "timed out")
+    logger.info("handed over leadership: %s", "done" if driver.handed_over else "timed out")

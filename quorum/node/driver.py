@@ -56,7 +56,6 @@ from quorum.raft import (
     OutboundRequest,
     RaftCore,
     Ready,
-    Resigned,
 )
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import DescribeQuorumResponse, DescribeQuorumResponseNode
@@ -166,10 +165,9 @@ class CoreDriver:
         return self._clock.now_ms()
 
     @property
-    def handover_done(self) -> bool:
-        """A resigned leader heard back from every voter, or moved on."""
-        state = self.core.state
-        return not isinstance(state, Resigned) or not state.unacked_voters
+    def handed_over(self) -> bool:
+        """Shutting down, this node may stop: another voter leads, or there is none."""
+        return self.core.handed_over
 
     # -- the owner task -------------------------------------------------------------------
 

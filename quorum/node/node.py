@@ -8,7 +8,7 @@ other voter (``quorum.node.raft_parts``, as every node), then the controller
 listener (``quorum.node.controller_part``, as a combined node), and reports
 the bound address. ``stop()`` asks for an
 orderly shutdown: a leader resigns (EndQuorumEpoch to every voter), waits up
-to ``shutdown_grace_ms`` for the answers, then everything is cancelled and
+to ``shutdown_grace_ms`` until another voter leads, then everything is cancelled and
 the log is closed. ``append_and_wait_committed`` is the in-process writer.
 """
 

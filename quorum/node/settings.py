@@ -73,7 +73,7 @@ class NodeSettings(RaftNodeSettings):
     advertised_host: str
     advertised_port: int
     controller: ControllerConfig
-    # how long a resigning leader waits for EndQuorumEpoch answers on shutdown
+    # how long a resigning leader waits on shutdown for another voter to lead
     shutdown_grace_ms: int = 500
 
 

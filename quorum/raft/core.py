@@ -143,6 +143,22 @@ class RaftCore:
         return isinstance(self._ctx.state, Leader)
 
     @property
+    def handed_over(self) -> bool:
+        """A node shutting down may stop now: another voter leads, or none exists.
+
+        Kafka's graceful shutdown rule. A resigned leader that stopped as soon
+        as every voter had its EndQuorumEpoch could leave its successor's
+        pre-vote unanswered; if that pre-vote had reached the other voters
+        before their EndQuorumEpoch, they refused it as defenders of the old
+        leader, and the successor waited out a whole election timeout.
+        """
+        ctx = self._ctx
+        if not ctx.members.is_voter or not ctx.members.voters - {ctx.local_id}:
+            return True
+        leader = ctx.leader_id
+        return leader is not None and leader != ctx.local_id
+
+    @property
     def high_watermark(self) -> int | None:
         return self._ctx.state.high_watermark
 

@@ -32,6 +32,7 @@ from quorum.raft.moves import (
     become_leader,
     become_unattached,
 )
+from quorum.raft.quorum_math import majority_size
 from quorum.raft.rpc import ErrorCode, VoteAnswer, VoteAsk
 from quorum.raft.states import Candidate, Follower, Leader, Prospective, Unattached
 
@@ -102,20 +103,27 @@ def handle_vote_request(ctx: CoreContext, ask: VoteAsk, now_ms: int) -> VoteAnsw
 def _stand_if_longer_log_and_leader_gone(ctx: CoreContext, ask: VoteAsk, now_ms: int) -> None:
     """A survivor of a lost leader refused a pre-vote for a log shorter than its own.
 
-    That candidate cannot win; the survivors that refused it take its place in
-    the ranked order: the first of the others stands now, the next one step
-    later, and so on, so that they still do not all stand at once and split the
-    vote (with five voters several survivors refuse the same pre-vote).
+    If the candidate needs this survivor's vote (three or four voters), it
+    cannot win; the survivors that refused it take its place in the ranked
+    order: the first of the others stands now, the next one step later, and so
+    on, so that they still do not all stand at once and split the vote. With
+    five or more voters the other survivors may hold logs as short and elect
+    it; standing now would race that election and could split the vote, so
+    the order starts half a step later, which leaves it time to win.
     """
     state = ctx.state
     if not (isinstance(state, Follower) and state.leader_gone):
         return
     if _log_is_up_to_date(ctx, ask):
         return
-    others = sorted(ctx.members.voters - {state.leader_id, ask.replica_id})
+    voters = ctx.members.voters
+    others = sorted(voters - {state.leader_id, ask.replica_id})
     if ctx.local_id not in others:
         return
-    turn_ms = now_ms + others.index(ctx.local_id) * ctx.config.fast_failover_step_ms
+    step = ctx.config.fast_failover_step_ms
+    turn_ms = now_ms + others.index(ctx.local_id) * step
+    if len(voters - {state.leader_id, ctx.local_id}) >= majority_size(len(voters)):
+        turn_ms += step // 2  # it may still win without us: give it time to, or the vote could split
     state.fetch_deadline_ms = min(state.fetch_deadline_ms, turn_ms)
 
 

@@ -172,7 +172,7 @@ def handle_end_epoch_request(ctx: CoreContext, ask: EndEpochAsk, now_ms: int) ->
     if isinstance(state, Follower) and state.leader_id == ask.leader_id:
         # The leader is gone: stand after a backoff ordered by the leader's
         # list of successors, and stop defending it against pre-votes.
-        state.lost_leader()
+        state.lost_leader(resigned=True)
         backoff = end_epoch_backoff_ms(ctx, ask.preferred_successors)
         state.fetch_deadline_ms = min(state.fetch_deadline_ms, now_ms + backoff)
     return _epoch_answer(ctx, ErrorCode.NONE)
@@ -217,9 +217,10 @@ def connection_failed(ctx: CoreContext, node_id: int, now_ms: int) -> None:
     the other voters by id, so the survivors do not all stand at once and
     split the vote. Pre-vote keeps a healthy leader from being disrupted: the
     voters that still fetch from it refuse. When a survivor ranked before it
-    has the shorter log, its pre-vote is refused; the refusing survivor then
-    stands at once (``election.handle_vote_request``) instead of waiting for its
-    own turn, so the rank costs a round trip rather than a step.
+    has the shorter log and needed this survivor's vote, its pre-vote is
+    refused; the refusing survivor then stands at once
+    (``election.handle_vote_request``) instead of waiting for its own turn, so
+    the rank costs a round trip rather than a step.
     """
     ctx.requests.fail(node_id, now_ms)
     state = ctx.state

@@ -139,6 +139,9 @@ class Follower:
     # the leader is known gone (its connection failed, or it sent EndQuorumEpoch):
     # this follower is only waiting for its turn to stand
     leader_gone: bool = False
+    # the leader sent EndQuorumEpoch: it never leads this epoch again, so a fetch
+    # answer it sent before resigning, arriving late, is no sign of life
+    leader_resigned: bool = False
     high_watermark: int | None = None
     # while set, the follower sends FetchSnapshot instead of Fetch
     snapshot_download: SnapshotDownload | None = None
@@ -149,14 +152,17 @@ class Follower:
 
     def heard_from_leader(self, fetch_deadline_ms: int) -> None:
         """A fetch answer from the leader: it is alive, defend it until ``fetch_deadline_ms``."""
+        if self.leader_resigned:
+            return
         self.has_fetched = True
         self.leader_gone = False
         self.fetch_deadline_ms = fetch_deadline_ms
 
-    def lost_leader(self) -> None:
+    def lost_leader(self, *, resigned: bool = False) -> None:
         """The leader is gone: stop defending it against pre-votes."""
         self.has_fetched = False
         self.leader_gone = True
+        self.leader_resigned = self.leader_resigned or resigned
 
 
 @attrs.define(kw_only=True)

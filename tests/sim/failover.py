@@ -8,7 +8,9 @@ record by a new leader, and how many epochs the election took (more than one
 means a split or failed vote). Safety is checked after every event as
 everywhere; nothing here asserts on time.
 
-Print the figures (default timeouts, 50 seeds each way, 3 and 5 voters):
+Print the figures (default timeouts, 50 seeds each way, 3 to 5 voters; kills
+at a random moment, kills once one follower alone holds the last entry, and
+SIGTERM hand-overs):
 
     python -m tests.sim.failover [SEEDS]
 """
@@ -21,12 +23,16 @@ import sys
 import attrs
 
 from quorum.raft.config import RaftConfig
+from quorum.raft.core import RaftCore
 
 from .network import LinkFaults
 from .scenarios import require_leader
 from .simulator import SimError, Simulation, World
 
-__all__ = ["FailoverResult", "measure_failover", "summarize"]
+__all__ = ["FailoverResult", "measure_failover", "measure_handover", "summarize"]
+
+# NodeSettings.shutdown_grace_ms: how long a resigned leader waits before it exits regardless
+_GRACE_MS = 500
 
 
 @attrs.frozen
@@ -35,7 +41,50 @@ class FailoverResult:
     epochs: int  # elections it took; 1 is a clean handover
 
 
-def measure_failover(seed: int, *, resets: bool, voters: int = 3) -> FailoverResult:
+def measure_failover(
+    seed: int, *, resets: bool, voters: int = 3, one_longer_log: bool = False
+) -> FailoverResult:
+    """kill -9 of a settled leader at a random moment.
+
+    With ``one_longer_log`` the kill waits for the moment when one follower,
+    not the first survivor by id, holds an entry the other followers lack: the
+    first survivor then stands with the shorter log, as in the worst case of
+    the ranked fast failover.
+    """
+    sim, old = _settled(f"failover/{voters}/{seed}", voters, resets=resets)
+    if one_longer_log:
+        sim.run_until(lambda: _one_longer_log(sim, old.node_id), 30_000)
+    killed_at, old_epoch = sim.now_ms, old.epoch
+    sim.kill(old.node_id, resets=resets)
+    return _until_a_new_leader_commits(sim, old_epoch, since_ms=killed_at)
+
+
+def _one_longer_log(sim: Simulation, leader_id: int) -> bool:
+    ends = {n.node_id: n.raft.log.log_end_offset for n in sim.live_nodes() if n.node_id != leader_id}
+    longest = max(ends.values())
+    holders = [n for n, end in ends.items() if end == longest]
+    return len(holders) == 1 and holders[0] != min(ends) and len(set(ends.values())) == 2
+
+
+def measure_handover(seed: int, *, voters: int = 3) -> FailoverResult:
+    """SIGTERM of the leader as the node does it: resign, wait until the node may stop, exit.
+
+    The exit is a kill with connection resets at the moment the resigned
+    leader's core says it has handed over (``RaftCore.handed_over``); the time
+    runs from the resignation to the next commit of a client record by a new
+    leader.
+    """
+    sim, old = _settled(f"handover/{voters}/{seed}", voters, resets=True)
+    resigned_at, old_epoch = sim.now_ms, old.epoch  # the core's epoch moves on after it
+    sim.resign(old.node_id)
+    node = sim.nodes[old.node_id]
+    sim.run_until(lambda: node.raft.handed_over, _GRACE_MS)  # or the grace ran out: it exits
+    sim.kill(old.node_id, resets=True)
+    return _until_a_new_leader_commits(sim, old_epoch, since_ms=resigned_at)
+
+
+def _settled(name: str, voters: int, *, resets: bool) -> tuple[Simulation, RaftCore]:
+    """A quorum with 1-2 ms links under a steady client, some time after its first election."""
     world = World(
         voters=tuple(range(1, voters + 1)),
         faults=LinkFaults(min_delay_ms=1, max_delay_ms=2),
@@ -43,25 +92,26 @@ def measure_failover(seed: int, *, resets: bool, voters: int = 3) -> FailoverRes
         resets=resets,
         config=RaftConfig(),
     )
-    sim = Simulation(f"failover/{voters}/{seed}", world)
+    sim = Simulation(name, world)
     sim.start_all()
     sim.client.start(5)
     require_leader(sim)
     sim.run_for(sim.rng.randint(200, 1_000))
-    old = sim.leader()
-    assert old is not None
-    killed_at, old_epoch = sim.now_ms, old.epoch
-    sim.kill(old.node_id, resets=resets)
+    leader = sim.leader()
+    assert leader is not None
+    return sim, leader
 
+
+def _until_a_new_leader_commits(sim: Simulation, old_epoch: int, *, since_ms: int) -> FailoverResult:
     def new_commit() -> bool:
         acked = sim.client.acknowledged
         return bool(acked) and (acked[-1].epoch or 0) > old_epoch
 
     if not sim.run_until(new_commit, 30_000):
-        raise SimError(sim.failure_report(AssertionError("no commit after the leader was killed")))
+        raise SimError(sim.failure_report(AssertionError("no commit by a new leader")))
     epoch = sim.client.acknowledged[-1].epoch
     assert epoch is not None
-    return FailoverResult(sim.now_ms - killed_at, epoch - old_epoch)
+    return FailoverResult(sim.now_ms - since_ms, epoch - old_epoch)
 
 
 def summarize(results: list[FailoverResult]) -> str:
@@ -80,6 +130,14 @@ def main(seeds: int) -> None:
             results = [measure_failover(s, resets=resets, voters=voters) for s in range(seeds)]
             how = "resets seen " if resets else "no resets   "
             print(f"{voters} voters, {how}: {summarize(results)}")
+    print(f"kill -9 once one follower alone holds the last entry -> next client commit, {seeds} seeds")
+    for voters in (3, 4, 5):
+        results = [measure_failover(s, resets=True, voters=voters, one_longer_log=True) for s in range(seeds)]
+        print(f"{voters} voters, resets seen : {summarize(results)}")
+    print(f"SIGTERM of the leader (resign, exit once handed over) -> next client commit, {seeds} seeds")
+    for voters in (3, 5):
+        results = [measure_handover(s, voters=voters) for s in range(seeds)]
+        print(f"{voters} voters: {summarize(results)}")
 
 
 if __name__ == "__main__":
