@@ -38,6 +38,7 @@ class MetadataNode:
         self._driver: CoreDriver | None = None
         self._stop = trio.Event()
         self._started = trio.Event()
+        self._stopped = trio.Event()
         self.address: NodeAddress | None = None
         self.metrics_address: tuple[str, int] | None = None
 
@@ -60,6 +61,10 @@ class MetadataNode:
     async def wait_started(self) -> None:
         """Until the node serves requests (``address`` is set)."""
         await self._started.wait()
+
+    async def wait_stopped(self) -> None:
+        """Until the node has stopped: its core, links and log are closed."""
+        await self._stopped.wait()
 
     # -- control ----------------------------------------------------------------------------
 
@@ -89,7 +94,10 @@ class MetadataNode:
             voter_nodes=voter_nodes,
         ) as parts:
             self._driver = parts.driver
-            yield parts
+            try:
+                yield parts
+            finally:
+                self._stopped.set()
 
     async def serve_metrics(
         self, nursery: trio.Nursery, settings: RaftNodeSettings, metrics: NodeMetrics

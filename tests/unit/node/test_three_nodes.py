@@ -73,6 +73,11 @@ async def test_a_stopped_leader_hands_over_and_the_others_keep_committing(
         rest = [n for n in nodes if n is not old]
         new = await wait_for_leader(rest)
         assert new.epoch > epoch
+        with trio.fail_after(5):
+            await old.wait_stopped()
+        # it stayed until it knew its successor (Kafka's rule), not only until the
+        # voters had its EndQuorumEpoch: it answered that successor's pre-vote and vote
+        assert old.leader_id == new.node_id
         outcome = await new.append_and_wait_committed([b"after"])
         assert outcome.leader_epoch == new.epoch
         for node in rest:
