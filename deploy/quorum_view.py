@@ -65,18 +65,28 @@ class QuorumView(abc.ABC):
             return None
 
     def find_leader(self, among: Collection[int] | None = None) -> tuple[int, QuorumInfo] | None:
-        """One pass: the running node that answers DescribeQuorum as leader, if any."""
+        """One pass: the running node that answers DescribeQuorum as leader of the newest
+        epoch any answering node knows, if any.
+
+        A deposed leader cut off from the others still answers as leader of its old
+        epoch until check quorum makes it resign; it is not the leader while another
+        node knows a newer epoch.
+        """
+        claims: list[tuple[int, QuorumInfo]] = []
+        newest = -1
         for node_id in among if among is not None else self.node_ids:
             response = self.quorum_answer(node_id)
             if response is None:
                 continue
+            newest = max(newest, _epoch_known_in(response))
             try:
                 info = quorum_info_from_response(response)
             except DescribeQuorumError:
                 continue
             if info.leader_id == node_id:
-                return node_id, info
-        return None
+                claims.append((node_id, info))
+        best = max(claims, key=lambda claim: claim[1].leader_epoch, default=None)
+        return best if best is not None and best[1].leader_epoch >= newest else None
 
     def leader(self, timeout: float = _LEADER_TIMEOUT_S, *, exclude: Collection[int] = (),
                min_epoch: int = 0) -> int:
@@ -140,3 +150,8 @@ class QuorumView(abc.ABC):
             raise AppendFailed(response)
 
         return self.wait_for(attempt, f"{len(payloads)} records to be committed", timeout)
+
+
+def _epoch_known_in(response: DescribeQuorumResponse) -> int:
+    """The epoch an answer names, errors included (a follower names its leader's)."""
+    return max((p.leader_epoch for t in response.topics for p in t.partitions), default=-1)

@@ -1,5 +1,5 @@
-"""The metadata plane under random faults: kill -9, pauses and partitions of controllers and
-brokers while topics are created and deleted.
+"""The metadata plane under random faults: kill -9, SIGTERM, pauses and partitions of
+controllers and brokers while topics are created and deleted.
 
 3 controllers and 3 brokers run as real processes, every link to a controller through a
 proxy that the nemesis can cut. A creator thread keeps creating (and now and then deleting)
@@ -303,8 +303,8 @@ def _fenced(cluster: LocalCluster, broker: int) -> Callable[[], bool]:
     return fenced
 
 
-FAULTS: Final = ("kill-leader", "pause-leader", "isolate-leader", "isolate-follower",
-                  "kill-broker", "isolate-broker")
+FAULTS: Final = ("kill-leader", "stop-leader", "pause-leader", "isolate-leader",
+                  "isolate-follower", "kill-broker", "stop-broker", "isolate-broker")
 
 
 def schedule_of(rng: random.Random) -> list[str]:
@@ -327,6 +327,12 @@ def one_fault(cluster: LocalCluster, kind: str, rng: random.Random, log: list[st
         cluster.kill(leader)
         _until(_new_leader_after(cluster, epoch, others), _FAULT_S)
         cluster.start_node(leader)
+    elif kind == "stop-leader":
+        # SIGTERM: the leader hands over (EndQuorumEpoch) and exits once another voter leads
+        code = cluster.stop(leader)
+        assert code == 0, f"controller {leader} exited {code} on SIGTERM\n{cluster.log_tail(leader)}"
+        _until(_new_leader_after(cluster, epoch, others), _FAULT_S)
+        cluster.start_node(leader)
     elif kind == "pause-leader":
         cluster.pause(leader)
         _until(_new_leader_after(cluster, epoch, others), _FAULT_S)
@@ -343,6 +349,12 @@ def one_fault(cluster: LocalCluster, kind: str, rng: random.Random, log: list[st
         cluster.heal()
     elif kind == "kill-broker":
         cluster.kill(broker)
+        _until(_fenced(cluster, broker), _FAULT_S)
+        cluster.start_node(broker)
+    elif kind == "stop-broker":
+        # SIGTERM: controlled shutdown moves its leaderships away before it exits
+        code = cluster.stop(broker)
+        assert code == 0, f"broker {broker} exited {code} on SIGTERM\n{cluster.log_tail(broker)}"
         _until(_fenced(cluster, broker), _FAULT_S)
         cluster.start_node(broker)
     else:
