@@ -228,10 +228,18 @@ class FileLog:
     # -- durability -----------------------------------------------------------
 
     def flush(self) -> int:
+        """Make everything appended so far durable; returns the flushed offset.
+
+        May run in a worker thread while the owner appends (the node's leader
+        does): it claims only what was written before it started, and races
+        with a roll can only make it claim less. Nothing may truncate, or
+        delete the active segment, meanwhile.
+        """
         assert not self._closed, "the log is closed"
-        if self._flushed_offset < self.log_end_offset:
+        target = self.log_end_offset
+        if self._flushed_offset < target:
             self._segments[-1].flush()
-            self._flushed_offset = self.log_end_offset
+            self._flushed_offset = max(self._flushed_offset, target)
         return self._flushed_offset
 
     def close(self) -> None:

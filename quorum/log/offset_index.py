@@ -77,18 +77,19 @@ class OffsetIndex:
 
     def persist(self) -> None:
         """Write the entries added since the last call to the index file."""
-        if self._persisted == len(self._relative):
+        count = len(self._relative)  # entries may be added beside a flush thread
+        if self._persisted >= count:
             return
         tail = b"".join(
             _ENTRY.pack(self._relative[i], self._positions[i])
-            for i in range(self._persisted, len(self._relative))
+            for i in range(self._persisted, count)
         )
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             os.pwrite(fd, tail, self._persisted * ENTRY_SIZE)
         finally:
             os.close(fd)
-        self._persisted = len(self._relative)
+        self._persisted = count
 
     def replace_file_if_stale(self) -> bool:
         """Make the file hold exactly the in-memory entries; True if it had to change."""

@@ -7,8 +7,10 @@ size, so the size in memory is the truth about where batches end; recovery
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
+from array import array
 from pathlib import Path
 from typing import Final
 
@@ -42,6 +44,8 @@ class Segment:
         "_bytes_since_index",
         "_fd",
         "_flushed_size",
+        "_tail_bases",
+        "_tail_positions",
         "base_offset",
         "index",
         "index_interval_bytes",
@@ -71,6 +75,10 @@ class Segment:
         self.max_timestamp: int | None = -1
         self.index = OffsetIndex(self.index_path, base_offset)
         self._bytes_since_index = 0
+        # The batches from the last index entry on, in memory: reads near the end of the
+        # log (a leader serving its followers) find their batch without scanning headers.
+        self._tail_positions: array[int] = array("q")
+        self._tail_bases: array[int] = array("q")
         if create:
             self.index_path.write_bytes(b"")
 
@@ -109,7 +117,10 @@ class Segment:
         if self._bytes_since_index >= self.index_interval_bytes and position > 0:
             self.index.append(batch.base_offset, position)
             self._bytes_since_index = 0
+            self._clear_tail()
         self._bytes_since_index += batch.size
+        self._tail_positions.append(position)
+        self._tail_bases.append(batch.base_offset)
         self.next_offset = batch.next_offset
         if self.max_timestamp is not None:
             self.max_timestamp = max(self.max_timestamp, batch.max_timestamp)
@@ -120,6 +131,11 @@ class Segment:
         self.max_timestamp = -1
         self.index = OffsetIndex(self.index_path, self.base_offset)
         self._bytes_since_index = 0
+        self._clear_tail()
+
+    def _clear_tail(self) -> None:
+        del self._tail_positions[:]
+        del self._tail_bases[:]
 
     def largest_timestamp_ms(self) -> int:
         """The largest batch max timestamp, else the file's mtime (Kafka's retention clock)."""
@@ -145,9 +161,10 @@ class Segment:
         self.size += len(data)
 
     def flush(self) -> None:
-        if self._flushed_size < self.size:
+        size = self.size  # before the fsync: appends may go on beside it (FileLog.flush)
+        if self._flushed_size < size:
             os.fsync(self._fd)
-            self._flushed_size = self.size
+            self._flushed_size = max(self._flushed_size, size)
         self.index.persist()
 
     @property
@@ -172,6 +189,14 @@ class Segment:
     def locate(self, offset: int) -> tuple[int, int, int]:
         """(position, size, base offset) of the batch containing ``offset`` (in this segment)."""
         assert self.base_offset <= offset < self.next_offset, (offset, self)
+        # the tail always reaches the end of the segment, so the last batch of it that
+        # starts at or before ``offset`` holds it
+        found = bisect.bisect_right(self._tail_bases, offset) - 1
+        if found >= 0:
+            positions = self._tail_positions
+            position = positions[found]
+            end = positions[found + 1] if found + 1 < len(positions) else self.size
+            return position, end - position, self._tail_bases[found]
         position = self.index.lookup(offset)
         while position < self.size:
             base, size, last = self._header_at(position)
@@ -208,6 +233,7 @@ class Segment:
         self.max_timestamp = None
         self.index.truncate_at_position(position)
         self._bytes_since_index = self.index_interval_bytes
+        self._clear_tail()  # rare: lookups scan from the index until the next entry
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -15,10 +15,17 @@ resulting ``Ready`` completely before it takes the next input
 5. the core is polled at ``next_deadline_ms``.
 
 The fsyncs run in a worker thread by default, so listener tasks keep
-decoding while the disk works; the core's task waits for them, so nothing
-else touches the log meanwhile. Time given to the core is wall-clock
-milliseconds advanced by trio's monotonic clock (DescribeQuorum reports
-timestamps; deadlines need a clock that never steps back).
+decoding while the disk works. The core's task waits for them, except for a
+leader's own log flush when nothing in the Ready waits on it: that one runs
+in the background while the core goes on serving fetches and appends (a
+follower's fetch that arrives meanwhile gets the new records at once, so
+the followers' fsyncs overlap the leader's instead of following it; the
+leader's own offset counts toward the high watermark only once the flush is
+reported). Any other input, and any Ready that needs durability, first waits
+for that flush; nothing that truncates or rewrites the log runs beside it.
+Time given to the core is wall-clock milliseconds advanced by trio's
+monotonic clock (DescribeQuorum reports timestamps; deadlines need a clock
+that never steps back).
 """
 
 from __future__ import annotations
@@ -133,6 +140,12 @@ class CoreDriver:
         self._held: Input | None = None  # taken from the inbox, not handled yet
         self._closed = False
         self._clock = clock
+        # the leader's log flush running beside the core (set when it ends), and whether
+        # appends came after it started (another flush follows)
+        self._background_flush: trio.Event | None = None
+        self._flush_again = False
+        self._waiting_for_input: trio.CancelScope | None = None
+        self._nursery: trio.Nursery | None = None
         self.leader = LeaderAndEpoch(core.leader_id, core.epoch)
         self.role = core.role
         self.high_watermark: int | None = core.high_watermark
@@ -172,17 +185,65 @@ class CoreDriver:
     # -- the owner task -------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        await self._apply(self.core.poll(self.now_ms()))
-        task_status.started()
-        while True:
-            item = self._take_nowait()
-            if item is None:
-                with trio.move_on_at(self._clock.trio_time(self._next_wakeup_ms())):
-                    item = await self._inbox.receive()
-            await self._apply(self._step(item, self.now_ms()))
-            await self._apply_machine_proposals()
-            # let the writers send what this step answered before the next input
-            await trio.lowlevel.checkpoint()
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await self._apply(self.core.poll(self.now_ms()))
+            task_status.started()
+            while True:
+                await self._report_background_flush()
+                item = self._take_nowait()
+                if item is None:
+                    with trio.move_on_at(
+                        self._clock.trio_time(self._next_wakeup_ms())
+                    ) as self._waiting_for_input:
+                        item = await self._inbox.receive()
+                    self._waiting_for_input = None
+                    if item is None and self._background_flush_ended():
+                        continue
+                if self._background_flush is not None and not _safe_beside_a_flush(item):
+                    await self._background_flush.wait()
+                    await self._report_background_flush()
+                await self._apply(self._step(item, self.now_ms()))
+                await self._apply_machine_proposals()
+                # let the writers send what this step answered before the next input
+                await trio.lowlevel.checkpoint()
+
+    # -- the leader's flush beside the core --------------------------------------------------
+
+    def _flush_in_background(self) -> None:
+        if self._background_flush is not None:
+            self._flush_again = True
+            return
+        assert self._nursery is not None, "the driver is not running"
+        done = self._background_flush = trio.Event()
+        self._flush_again = False
+        self._nursery.start_soon(self._background_flush_task, done)
+
+    async def _background_flush_task(self, done: trio.Event) -> None:
+        try:
+            await trio.to_thread.run_sync(self._log.flush)
+        finally:
+            done.set()
+            if self._waiting_for_input is not None:
+                self._waiting_for_input.cancel()
+
+    def _background_flush_ended(self) -> bool:
+        return self._background_flush is not None and self._background_flush.is_set()
+
+    async def _wait_background_flush(self) -> None:
+        """Let the background flush end (the core hears of it between inputs)."""
+        if self._background_flush is not None:
+            await self._background_flush.wait()
+
+    async def _report_background_flush(self) -> None:
+        """Tell the core what an ended background flush made durable (between inputs only)."""
+        if not self._background_flush_ended():
+            return
+        self._background_flush = None
+        ready = self.core.flushed(self._log.flushed_offset, self.now_ms())
+        if self._flush_again and self._log.flushed_offset < self._log.log_end_offset:
+            ready = attrs.evolve(ready, flush_log=True)
+        await self._apply(ready)
 
     def _next_wakeup_ms(self) -> int | None:
         machine_ms = None if self._machine is None else self._machine.deadline_ms()
@@ -270,6 +331,18 @@ class CoreDriver:
     async def _apply(self, ready: Ready) -> None:
         while True:
             self._send(ready.send)
+            waits_on_disk = ready.persist is not None or bool(ready.send_after_durable)
+            if (
+                ready.flush_log and not waits_on_disk and ready.role == "Leader"
+                and self._fsync_in_thread
+            ):
+                if self._log.flushed_offset < self._log.log_end_offset:
+                    self._flush_in_background()
+                self._observe(ready)
+                self._deadline_ms = ready.next_deadline_ms
+                return
+            if waits_on_disk or ready.flush_log:
+                await self._wait_background_flush()
             if ready.persist is not None:
                 await self._durably(self._state_file.write, ready.persist)
             flushed = self._log.flushed_offset
@@ -318,6 +391,16 @@ class CoreDriver:
             self._machine.observe(ready, self.core, self.now_ms())
         self.changed.set()
         self.changed = trio.Event()
+
+
+def _safe_beside_a_flush(item: Input | None) -> bool:
+    """Inputs a leader handles while its log flush runs: they append or read, never truncate.
+
+    A request that ends the leadership (a Vote or BeginQuorumEpoch of a newer
+    epoch) comes with a Ready to persist, and ``_apply`` waits for the flush
+    before it writes anything durable.
+    """
+    return isinstance(item, Append | InboundRequest | ControllerCall)
 
 
 def _refuse(item: Input) -> None:

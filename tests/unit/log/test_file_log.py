@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from quorum.log import FileLog, LogConfig, OffsetAndEpoch, partition_dir
+from quorum.log.segment import Segment
 
 from .batches import batch_offsets, make_batch, run_of_batches
 
@@ -81,6 +82,62 @@ def test_every_offset_reads_from_the_batch_that_contains_it(tmp_path: Path) -> N
     for offset in range(log.log_end_offset):
         base, last, _ = batch_offsets(log.read(offset, 1).records)[0]
         assert base <= offset <= last
+    log.close()
+
+
+def _scanned_batch(segment: Segment, offset: int) -> tuple[int, int, int]:
+    """(position, size, base offset) of ``offset``'s batch, by reading every header."""
+    for position, base, size, last in segment.iter_headers():
+        if base <= offset <= last:
+            return position, size, base
+    raise AssertionError(f"offset {offset} is not in {segment}")
+
+
+def _assert_locate_agrees_with_a_scan(log: FileLog) -> None:
+    for segment in log.segments:
+        for offset in range(segment.base_offset, segment.next_offset):
+            assert segment.locate(offset) == _scanned_batch(segment, offset), offset
+
+
+@pytest.mark.parametrize("index_interval_bytes", [200, 100_000])
+def test_locating_a_batch_agrees_with_a_header_scan_through_truncations_and_reopens(
+    tmp_path: Path, index_interval_bytes: int
+) -> None:
+    config = LogConfig(segment_bytes=1500, index_interval_bytes=index_interval_bytes)
+    log = FileLog(tmp_path / "t-0", config)
+    for round_ in range(6):
+        for i in range(9):
+            log.append(make_batch(1 + (i + round_) % 4, tag=i), epoch=round_ + 1)
+            _assert_locate_agrees_with_a_scan(log)
+        # cut inside the active segment, then at a segment's first offset
+        log.truncate_to(log.log_end_offset - 5)
+        _assert_locate_agrees_with_a_scan(log)
+        log.truncate_to(log.segments[-1].base_offset)
+        _assert_locate_agrees_with_a_scan(log)
+    log.close()
+    reopened = FileLog(tmp_path / "t-0", config)
+    _assert_locate_agrees_with_a_scan(reopened)
+    reopened.append(make_batch(3), epoch=9)
+    _assert_locate_agrees_with_a_scan(reopened)
+    reopened.close()
+
+
+def test_a_read_near_the_end_reads_no_batch_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = FileLog(tmp_path / "t-0", LogConfig(index_interval_bytes=4096))
+    fill(log, 40)  # about 3 KiB: all after the first index entry would be
+    header_reads: list[int] = []
+    real = Segment._header_at
+
+    def counting(segment: Segment, position: int) -> tuple[int, int, int]:
+        header_reads.append(position)
+        return real(segment, position)
+
+    monkeypatch.setattr(Segment, "_header_at", counting)
+    last_batch = log.read(log.log_end_offset - 1, 1 << 20)
+    assert (last_batch.base_offset, last_batch.next_offset) == (117, 120)
+    assert header_reads == []
     log.close()
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import trio
 import trio.testing
 
+from quorum.log import FileLog
 from quorum.node import AppendError, ControllerNode
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
@@ -130,3 +132,87 @@ async def test_a_writer_waiting_on_a_leader_that_stops_is_told_instead_of_hangin
             leader.stop()
         [error] = failure
         assert error.error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.BROKER_NOT_AVAILABLE)
+
+
+class _HeldFlush:
+    """A log's ``flush`` that waits (in its worker thread) until released."""
+
+    def __init__(self, log: FileLog) -> None:
+        self.real = log.flush
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        log.flush = self  # type: ignore[method-assign]
+
+    def __call__(self) -> int:
+        self.entered.set()
+        self.release.wait(30)
+        return self.real()
+
+
+def _file_log(node: ControllerNode) -> FileLog:
+    log = node.driver.core.log
+    assert isinstance(log, FileLog)
+    return log
+
+
+async def test_a_leader_serves_its_followers_while_its_own_flush_runs(tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        nodes = await start_nodes(nursery, tmp_path, 3)
+        leader = await wait_for_leader(nodes)
+        held = _HeldFlush(_file_log(leader))
+        try:
+            # both followers fetch, store and acknowledge while the leader's fsync is
+            # stuck; their two copies are a majority, so the record commits
+            with trio.fail_after(10):
+                outcome = await leader.append_and_wait_committed([b"while the leader syncs"])
+            assert held.entered.is_set() and not held.release.is_set()
+            assert _file_log(leader).flushed_offset <= outcome.base_offset
+        finally:
+            held.release.set()
+        with trio.fail_after(10):
+            while _file_log(leader).flushed_offset <= outcome.last_offset:
+                await leader.wait_changed()
+        for node in nodes:
+            node.stop()
+
+
+async def test_a_leaders_own_copy_counts_only_once_its_flush_ends(tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        nodes = await start_nodes(nursery, tmp_path, 3)
+        leader = await wait_for_leader(nodes)
+        gone, other = (n for n in nodes if n is not leader)
+        gone.stop()
+        with trio.fail_after(5):
+            await gone.wait_stopped()
+        held = _HeldFlush(_file_log(leader))
+        committed: list[int] = []
+
+        async def writer() -> None:
+            outcome = await leader.append_and_wait_committed([b"needs the leader's disk"])
+            committed.append(outcome.last_offset)
+
+        try:
+            nursery.start_soon(writer)
+            async with await connect(leader) as conn:
+                with trio.fail_after(10):
+                    while True:  # until the leader has heard that the follower holds it
+                        await trio.sleep(0.01)
+                        if not held.entered.is_set():
+                            continue
+                        offset = _file_log(leader).log_end_offset  # the record is appended
+                        quorum = await conn.request(DESCRIBE_QUORUM)
+                        voters = quorum.topics[0].partitions[0].current_voters
+                        ends = {v.replica_id: v.log_end_offset for v in voters}
+                        if ends[other.node_id] >= offset:
+                            break
+            # one follower and a leader whose copy is not yet on its disk: no majority
+            assert committed == []
+            assert (leader.high_watermark or 0) < offset
+        finally:
+            held.release.set()
+        with trio.fail_after(10):
+            while not committed:
+                await leader.wait_changed()
+        assert len(committed) == 1 and committed[0] < offset
+        for node in (leader, other):
+            node.stop()
