@@ -68,6 +68,8 @@ class ServerConfig:
     quorum_request_timeout_ms: int = setting("controller.quorum.request.timeout.ms", INT, "2000", at_least(1))
     quorum_retry_backoff_ms: int = setting("controller.quorum.retry.backoff.ms", INT, "20", at_least(0))
     quorum_append_linger_ms: int = setting("controller.quorum.append.linger.ms", INT, "25", at_least(0))
+    # pykraft's own key: how long news of a higher high watermark waits for records to ride along
+    quorum_high_watermark_notice_ms: int = setting("controller.quorum.high.watermark.notice.ms", INT, "5", at_least(0))
 
     # --- listeners ----------------------------------------------------------------
     listeners: tuple[Endpoint, ...] = setting("listeners", parse_listeners, "PLAINTEXT://:9092")

@@ -126,6 +126,7 @@ def metadata_raft_config(config: ServerConfig) -> RaftConfig:
         request_timeout_ms=config.quorum_request_timeout_ms,
         retry_backoff_ms=config.quorum_retry_backoff_ms,
         append_linger_ms=config.quorum_append_linger_ms,
+        high_watermark_notice_ms=config.quorum_high_watermark_notice_ms,
         metadata_max_retention_bytes=config.metadata_max_retention_bytes,
         metadata_max_retention_ms=config.metadata_max_retention_ms,
         log_cleaner_interval_ms=config.metadata_log_cleaner_interval_ms,

@@ -49,7 +49,12 @@ def random_world(
         resets=rng.random() < 0.5,
         config=config,
     )
-    return with_snapshots(rng, world)
+    world = with_snapshots(rng, world)
+    # drawn last, so the draws above (and every seed's world) stay as they were
+    notice_ms = rng.choice([0, 5])
+    return attrs.evolve(
+        world, config=attrs.evolve(world.config, high_watermark_notice_ms=notice_ms)
+    )
 
 
 def with_snapshots(

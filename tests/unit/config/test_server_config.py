@@ -68,6 +68,7 @@ KAFKA_DEFAULTS = {
     "quorum_request_timeout_ms": 2000,
     "quorum_retry_backoff_ms": 20,
     "quorum_append_linger_ms": 25,
+    "quorum_high_watermark_notice_ms": 5,
     "quorum_bootstrap_servers": (),
     "broker_session_timeout_ms": 9000,
     "broker_heartbeat_interval_ms": 2000,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from quorum.log import MemoryLog, OffsetAndEpoch
+from quorum.raft import RaftCore
 from quorum.raft.rpc import ErrorCode, FetchAnswer
 from quorum.raft.states import Follower, Leader, Unattached
 from quorum.wire.messages import FetchRequest, FetchResponse
@@ -20,7 +22,7 @@ from .builders import (
     response_to,
     vote_request,
 )
-from .harness import Cluster
+from .harness import TEST_CONFIG, Cluster
 
 
 def old_log(records: int, epoch: int = 1) -> MemoryLog:
@@ -227,14 +229,53 @@ def test_parked_fetches_fail_when_the_leader_steps_down() -> None:
     assert answer.partition_error == ErrorCode.NOT_LEADER_OR_FOLLOWER and answer.leader_epoch == 2
 
 
-def test_a_fetcher_that_missed_a_new_high_watermark_is_answered_at_once() -> None:
-    core = new_core(1)
+def _leader_with_news_for_voter_2(notice_ms: int) -> RaftCore:
+    core = new_core(1, config=attrs.evolve(TEST_CONFIG, high_watermark_notice_ms=notice_ms))
     make_leader(core)
     core.flushed(core.log.flush(), 10_000)
     core.handle(fetch_request(3, 1, offset=1, last_epoch=1), 10_000)  # HW moves to 1
+    return core
+
+
+def test_without_a_notice_wait_a_fetcher_that_missed_a_new_high_watermark_is_answered_at_once(
+) -> None:
+    core = _leader_with_news_for_voter_2(notice_ms=0)
     # voter 2 has never been told: its idle fetch is answered rather than parked
     request = fetch_request(2, 1, offset=1, last_epoch=1, max_wait_ms=500)
     answer = response_to(core.handle(request, 10_001), request)
+    assert answer is not None and answer.high_watermark == 1
+
+
+def test_news_of_a_high_watermark_waits_the_notice_time_for_records_then_goes_alone() -> None:
+    core = _leader_with_news_for_voter_2(notice_ms=5)
+    request = fetch_request(2, 1, offset=1, last_epoch=1, max_wait_ms=500)
+    assert response_to(core.handle(request, 10_001), request) is None
+    assert response_to(core.poll(10_005), request) is None
+    answer = response_to(core.poll(10_006), request)  # 5 ms, not the 500 ms max wait
+    assert answer is not None and answer.high_watermark == 1 and len(answer.records) == 0
+
+
+def test_news_of_a_high_watermark_rides_on_records_that_come_within_the_notice_time() -> None:
+    core = _leader_with_news_for_voter_2(notice_ms=5)
+    request = fetch_request(2, 1, offset=1, last_epoch=1, max_wait_ms=500)
+    assert response_to(core.handle(request, 10_001), request) is None
+    answer = response_to(core.propose([b"next"], 10_003), request)
+    assert answer is not None and answer.high_watermark == 1
+    assert data_values_of(answer.records) == [b"next"]
+
+
+def test_a_parked_fetch_hears_of_a_new_high_watermark_within_the_notice_time() -> None:
+    core = new_core(1, config=attrs.evolve(TEST_CONFIG, high_watermark_notice_ms=5))
+    make_leader(core)  # its own copy not flushed: voters 2 and 3 will make the majority
+    parked = fetch_request(2, 1, offset=0, last_epoch=0, max_wait_ms=500)
+    core.handle(parked, 10_000)  # gets the LeaderChange record, then parks at offset 1
+    parked = fetch_request(2, 1, offset=1, last_epoch=1, max_wait_ms=500)
+    assert response_to(core.handle(parked, 10_001), parked) is None
+    assert core.high_watermark is None
+    core.handle(fetch_request(3, 1, offset=1, last_epoch=1), 10_002)  # HW moves to 1
+    assert core.high_watermark == 1
+    assert response_to(core.poll(10_006), parked) is None
+    answer = response_to(core.poll(10_007), parked)
     assert answer is not None and answer.high_watermark == 1
 
 
