@@ -256,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--failover-rounds", type=int, default=10)
     parser.add_argument("--handover-rounds", type=int, default=5)
     parser.add_argument("--fsync-direct", action="store_true",
-                        help="fsync on the nodes' trio thread instead of a worker thread")
+                        help="every fsync on the nodes' trio thread, a leader's too")
     parser.add_argument("--profile", default=None, metavar="DIR")
     parser.add_argument("--dir", default=None, help="where the nodes keep their data")
     parser.add_argument("--keep", action="store_true",

@@ -22,7 +22,7 @@ import time
 import trio
 
 from quorum.config import load_server_config
-from quorum.node import ControllerNode, NodeAddress
+from quorum.node import ControllerNode, FsyncPlacement, NodeAddress
 from quorum.node.process import configure_logging, ready_line, serve_until_signalled
 
 __all__ = ["main"]
@@ -101,11 +101,12 @@ def main() -> None:
     parser.add_argument("--profile", default=None)
     parser.add_argument("--log-level", default="WARNING")
     parser.add_argument("--fsync-direct", action="store_true",
-                        help="fsync on the trio thread instead of a worker thread")
+                        help="every fsync on the trio thread, a leader's too")
     args = parser.parse_args()
     config = load_server_config(args.config)
     configure_logging(config.node_id, args.log_level)
-    node = ControllerNode.from_config(config, fsync_in_thread=not args.fsync_direct)
+    fsync = FsyncPlacement.INLINE if args.fsync_direct else FsyncPlacement.INLINE_WHEN_FOLLOWING
+    node = ControllerNode.from_config(config, fsync=fsync)
     # CPU time, not wall time: on a shared machine, waiting for a core is not our cost
     profiler = cProfile.Profile(time.process_time) if args.profile else None
     if profiler is not None:

@@ -57,7 +57,7 @@ from quorum.node.controller_part import (
     serve_controller_listener,
     voter_nodes,
 )
-from quorum.node.driver import CoreDriver, NodeClock
+from quorum.node.driver import CoreDriver, FsyncPlacement, NodeClock
 from quorum.node.listener import bind_listener, bound_port, serve_listener
 from quorum.node.metadata_node import MetadataNode
 from quorum.node.raft_parts import RaftParts, storage_cluster_id
@@ -77,10 +77,11 @@ class BrokerNode(MetadataNode):
         *,
         controller: NodeSettings | None = None,
         seed: int | None = None,
-        fsync_in_thread: bool = True,
+        fsync: FsyncPlacement = FsyncPlacement.WORKER_THREAD,
         replica_manager: ReplicaManager | None = None,
     ) -> None:
-        super().__init__(settings.node_id, seed=seed, fsync_in_thread=fsync_in_thread)
+        # its trio thread serves clients: a sync of the metadata log must not stall them
+        super().__init__(settings.node_id, seed=seed, fsync=fsync)
         if controller is not None:
             assert (controller.node_id, controller.metadata_partition_dir) == (
                 settings.node_id, settings.metadata_partition_dir
@@ -102,7 +103,11 @@ class BrokerNode(MetadataNode):
 
     @classmethod
     def from_config(
-        cls, config: ServerConfig, *, seed: int | None = None, fsync_in_thread: bool = True
+        cls,
+        config: ServerConfig,
+        *,
+        seed: int | None = None,
+        fsync: FsyncPlacement = FsyncPlacement.WORKER_THREAD,
     ) -> BrokerNode:
         """Check the storage and map the config; raises BrokerStartupError or StorageError.
 
@@ -111,7 +116,7 @@ class BrokerNode(MetadataNode):
         cluster_id = storage_cluster_id(config)
         settings = broker_settings(config, cluster_id)
         controller = node_settings(config, cluster_id) if config.is_controller else None
-        return cls(settings, controller=controller, seed=seed, fsync_in_thread=fsync_in_thread)
+        return cls(settings, controller=controller, seed=seed, fsync=fsync)
 
     # -- views ------------------------------------------------------------------------------
 

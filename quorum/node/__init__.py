@@ -4,6 +4,7 @@ and orderly shutdown. The pieces every node shares (``MetadataNode``,
 ``raft_parts``, ``listener.Router``, ``local_answers``, ``process``) serve
 the controller here and the broker and combined nodes in ``broker``."""
 
+from quorum.node.driver import FsyncPlacement
 from quorum.node.errors import AppendError, NodeStartupError, QuorumStateError
 from quorum.node.inputs import AppendOutcome
 from quorum.node.listener import Router
@@ -18,6 +19,7 @@ __all__ = [
     "AppendError",
     "AppendOutcome",
     "ControllerNode",
+    "FsyncPlacement",
     "MetadataNode",
     "NodeAddress",
     "NodeSettings",

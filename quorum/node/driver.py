@@ -14,8 +14,10 @@ resulting ``Ready`` completely before it takes the next input
    reported to the core (``flushed``), whose Ready is handled the same way;
 5. the core is polled at ``next_deadline_ms``.
 
-The fsyncs run in a worker thread by default, so listener tasks keep
-decoding while the disk works. The core's task waits for them, except for a
+Where the fsyncs run is the node's ``FsyncPlacement``: a worker thread lets
+listener tasks decode while the disk works; a controller that follows syncs
+on the trio thread, which saves two thread wake-ups per commit. The core's
+task waits for them, except for a
 leader's own log flush when nothing in the Ready waits on it: that one runs
 in the background while the core goes on serving fetches and appends (a
 follower's fetch that arrives meanwhile gets the new records at once, so
@@ -30,6 +32,7 @@ that never steps back).
 
 from __future__ import annotations
 
+import enum
 import logging
 import math
 import time
@@ -68,7 +71,7 @@ from quorum.wire.error_codes import Errors
 from quorum.wire.messages import DescribeQuorumResponse, DescribeQuorumResponseNode
 from quorum.wire.metadata_serde import wrap_payload
 
-__all__ = ["INBOX_SIZE", "CoreDriver", "NodeClock", "propose_machine_records"]
+__all__ = ["INBOX_SIZE", "CoreDriver", "FsyncPlacement", "NodeClock", "propose_machine_records"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +81,38 @@ _MAX_APPENDS_PER_PROPOSAL: Final = 1024
 # DescribeQuorum names the voters' endpoints (Nodes) from v2 on
 _DESCRIBE_QUORUM_NODES_VERSION: Final = 2
 T = TypeVar("T")
+
+
+class FsyncPlacement(enum.Enum):
+    """Which thread runs the fsyncs the core's task waits for.
+
+    A worker thread keeps the trio thread serving meanwhile, but costs two
+    thread wake-ups per sync (250-500 us on a busy 2-core machine, measured):
+    on a follower that is most of a commit's critical path, and a follower has
+    nothing urgent to serve while it syncs. A broker's trio thread will serve
+    clients, so brokers keep the worker thread. A leader's own flush always runs
+    beside the core in a worker thread unless everything is ``INLINE``.
+    """
+
+    WORKER_THREAD = "worker-thread"
+    INLINE_WHEN_FOLLOWING = "inline-when-following"
+    INLINE = "inline"  # benchmarks only: a leader's sync stalls its fetch serving
+
+
+@attrs.define(eq=False)
+class _BackgroundFlush:
+    """One flush of a leader's log in a worker thread.
+
+    The thread itself records the result, so the driver can count it before
+    trio gets round to resuming the task that waited for the thread (with
+    four processes on two cores that can be half a millisecond later).
+    """
+
+    ended: trio.Event = attrs.Factory(trio.Event)
+    flushed: int | None = None
+
+    def run(self, log: FileLog) -> None:
+        self.flushed = log.flush()
 
 
 class NodeClock:
@@ -124,7 +159,7 @@ class CoreDriver:
         state_file: QuorumStateFile,
         send_request: Callable[[OutboundRequest], None],
         voter_nodes: tuple[DescribeQuorumResponseNode, ...] = (),
-        fsync_in_thread: bool = True,
+        fsync: FsyncPlacement = FsyncPlacement.WORKER_THREAD,
         machine: StateMachineHook | None = None,
     ) -> None:
         self.core = core
@@ -132,7 +167,7 @@ class CoreDriver:
         self._state_file = state_file
         self._send_request = send_request
         self._voter_nodes = voter_nodes
-        self._fsync_in_thread = fsync_in_thread
+        self._fsync = fsync
         self._machine = machine
         self._inbox_send, self._inbox = trio.open_memory_channel[Input](INBOX_SIZE)
         self._appends = PendingAppends(core.node_id)
@@ -142,7 +177,7 @@ class CoreDriver:
         self._clock = clock
         # the leader's log flush running beside the core (set when it ends), and whether
         # appends came after it started (another flush follows)
-        self._background_flush: trio.Event | None = None
+        self._flush: _BackgroundFlush | None = None
         self._flush_again = False
         self._waiting_for_input: trio.CancelScope | None = None
         self._nursery: trio.Nursery | None = None
@@ -200,9 +235,10 @@ class CoreDriver:
                     self._waiting_for_input = None
                     if item is None and self._background_flush_ended():
                         continue
-                if self._background_flush is not None and not _safe_beside_a_flush(item):
-                    await self._background_flush.wait()
-                    await self._report_background_flush()
+                if self._flush is not None and not _safe_beside_a_flush(item):
+                    await self._flush.ended.wait()
+                # the flush may have ended before trio resumed its task: count it first
+                await self._report_background_flush()
                 await self._apply(self._step(item, self.now_ms()))
                 await self._apply_machine_proposals()
                 # let the writers send what this step answered before the next input
@@ -211,36 +247,37 @@ class CoreDriver:
     # -- the leader's flush beside the core --------------------------------------------------
 
     def _flush_in_background(self) -> None:
-        if self._background_flush is not None:
+        if self._flush is not None:
             self._flush_again = True
             return
         assert self._nursery is not None, "the driver is not running"
-        done = self._background_flush = trio.Event()
+        job = self._flush = _BackgroundFlush()
         self._flush_again = False
-        self._nursery.start_soon(self._background_flush_task, done)
+        self._nursery.start_soon(self._background_flush_task, job)
 
-    async def _background_flush_task(self, done: trio.Event) -> None:
+    async def _background_flush_task(self, job: _BackgroundFlush) -> None:
         try:
-            await trio.to_thread.run_sync(self._log.flush)
+            await trio.to_thread.run_sync(job.run, self._log)
         finally:
-            done.set()
+            job.ended.set()
             if self._waiting_for_input is not None:
                 self._waiting_for_input.cancel()
 
     def _background_flush_ended(self) -> bool:
-        return self._background_flush is not None and self._background_flush.is_set()
+        return self._flush is not None and self._flush.flushed is not None
 
     async def _wait_background_flush(self) -> None:
         """Let the background flush end (the core hears of it between inputs)."""
-        if self._background_flush is not None:
-            await self._background_flush.wait()
+        if self._flush is not None:
+            await self._flush.ended.wait()
 
     async def _report_background_flush(self) -> None:
         """Tell the core what an ended background flush made durable (between inputs only)."""
-        if not self._background_flush_ended():
+        job = self._flush
+        if job is None or job.flushed is None:
             return
-        self._background_flush = None
-        ready = self.core.flushed(self._log.flushed_offset, self.now_ms())
+        self._flush = None
+        ready = self.core.flushed(job.flushed, self.now_ms())
         if self._flush_again and self._log.flushed_offset < self._log.log_end_offset:
             ready = attrs.evolve(ready, flush_log=True)
         await self._apply(ready)
@@ -332,9 +369,10 @@ class CoreDriver:
         while True:
             self._send(ready.send)
             waits_on_disk = ready.persist is not None or bool(ready.send_after_durable)
+            leading = ready.role == "Leader"
             if (
-                ready.flush_log and not waits_on_disk and ready.role == "Leader"
-                and self._fsync_in_thread
+                ready.flush_log and not waits_on_disk and leading
+                and self._fsync is not FsyncPlacement.INLINE
             ):
                 if self._log.flushed_offset < self._log.log_end_offset:
                     self._flush_in_background()
@@ -344,10 +382,10 @@ class CoreDriver:
             if waits_on_disk or ready.flush_log:
                 await self._wait_background_flush()
             if ready.persist is not None:
-                await self._durably(self._state_file.write, ready.persist)
+                await self._durably(leading, self._state_file.write, ready.persist)
             flushed = self._log.flushed_offset
             if (ready.flush_log or ready.send_after_durable) and flushed < self._log.log_end_offset:
-                flushed = await self._durably(self._log.flush)
+                flushed = await self._durably(leading, self._log.flush)
             self._send(ready.send_after_durable)
             self._observe(ready)
             self._deadline_ms = ready.next_deadline_ms
@@ -355,8 +393,11 @@ class CoreDriver:
                 return
             ready = self.core.flushed(flushed, self.now_ms())
 
-    async def _durably(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._fsync_in_thread:
+    async def _durably(self, leading: bool, fn: Callable[..., T], *args: Any) -> T:
+        placement = self._fsync
+        if placement is FsyncPlacement.WORKER_THREAD or (
+            placement is FsyncPlacement.INLINE_WHEN_FOLLOWING and leading
+        ):
             return await trio.to_thread.run_sync(fn, *args)
         return fn(*args)
 

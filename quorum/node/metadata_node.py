@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import trio
 
 from quorum.metrics import NodeMetrics, serve_metrics
-from quorum.node.driver import CoreDriver
+from quorum.node.driver import CoreDriver, FsyncPlacement
 from quorum.node.listener import NodeAddress
 from quorum.node.raft_parts import RaftParts, open_raft_parts
 from quorum.node.settings import RaftNodeSettings
@@ -30,11 +30,11 @@ __all__ = ["MetadataNode"]
 
 class MetadataNode:
     def __init__(
-        self, node_id: int, *, seed: int | None = None, fsync_in_thread: bool = True
+        self, node_id: int, *, seed: int | None = None, fsync: FsyncPlacement
     ) -> None:
         self._node_id = node_id
         self._rng = random.Random(seed)
-        self._fsync_in_thread = fsync_in_thread
+        self._fsync = fsync
         self._driver: CoreDriver | None = None
         self._stop = trio.Event()
         self._started = trio.Event()
@@ -90,7 +90,7 @@ class MetadataNode:
             settings,
             machine=machine,
             rng=self._rng,
-            fsync_in_thread=self._fsync_in_thread,
+            fsync=self._fsync,
             voter_nodes=voter_nodes,
         ) as parts:
             self._driver = parts.driver

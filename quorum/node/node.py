@@ -28,6 +28,7 @@ from quorum.node.controller_part import (
     serve_controller_listener,
     voter_nodes,
 )
+from quorum.node.driver import FsyncPlacement
 from quorum.node.errors import NodeStartupError
 from quorum.node.inputs import Append, AppendOutcome, AppendWaiter, append_problem
 from quorum.node.listener import NodeAddress
@@ -42,15 +43,23 @@ logger = logging.getLogger(__name__)
 
 class ControllerNode(MetadataNode):
     def __init__(
-        self, settings: NodeSettings, *, seed: int | None = None, fsync_in_thread: bool = True
+        self,
+        settings: NodeSettings,
+        *,
+        seed: int | None = None,
+        fsync: FsyncPlacement = FsyncPlacement.INLINE_WHEN_FOLLOWING,
     ) -> None:
-        super().__init__(settings.node_id, seed=seed, fsync_in_thread=fsync_in_thread)
+        super().__init__(settings.node_id, seed=seed, fsync=fsync)
         self.settings = settings
         self.machine: ControllerMachine | None = None
 
     @classmethod
     def from_config(
-        cls, config: ServerConfig, *, seed: int | None = None, fsync_in_thread: bool = True
+        cls,
+        config: ServerConfig,
+        *,
+        seed: int | None = None,
+        fsync: FsyncPlacement = FsyncPlacement.INLINE_WHEN_FOLLOWING,
     ) -> ControllerNode:
         """Check the storage and map the config; raises NodeStartupError or StorageError."""
         if config.is_broker:
@@ -60,7 +69,7 @@ class ControllerNode(MetadataNode):
                 "(kraft server-start starts brokers and combined nodes too)"
             )
         settings = node_settings(config, storage_cluster_id(config))
-        return cls(settings, seed=seed, fsync_in_thread=fsync_in_thread)
+        return cls(settings, seed=seed, fsync=fsync)
 
     # -- views ------------------------------------------------------------------------------
 

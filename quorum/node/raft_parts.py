@@ -23,7 +23,7 @@ import trio
 
 from quorum.config import ServerConfig
 from quorum.log import FileLog
-from quorum.node.driver import CoreDriver, NodeClock
+from quorum.node.driver import CoreDriver, FsyncPlacement, NodeClock
 from quorum.node.peers import PeerLink
 from quorum.node.quorum_state import QuorumStateFile
 from quorum.node.settings import RaftNodeSettings
@@ -63,7 +63,7 @@ def open_raft_parts(
     *,
     machine: StateMachineHook,
     rng: random.Random,
-    fsync_in_thread: bool = True,
+    fsync: FsyncPlacement = FsyncPlacement.WORKER_THREAD,
     voter_nodes: tuple[DescribeQuorumResponseNode, ...] = (),
 ) -> Iterator[RaftParts]:
     """The assembled parts; raises QuorumStateError for a quorum-state file it cannot read."""
@@ -90,7 +90,7 @@ def open_raft_parts(
             state_file=state_file,
             send_request=partial(_route, links),
             voter_nodes=voter_nodes,
-            fsync_in_thread=fsync_in_thread,
+            fsync=fsync,
             machine=machine,
         )
         links.update(_links(settings, driver))

@@ -13,7 +13,7 @@ from broker import BrokerNode
 from quorum.client import TrioKafkaConnection
 from quorum.config import ServerConfig, load_server_config
 from quorum.controller.image import MetadataImage
-from quorum.node import ControllerNode
+from quorum.node import ControllerNode, FsyncPlacement
 from quorum.storage import format_storage
 
 __all__ = [
@@ -86,13 +86,18 @@ def controller_config(
 
 
 async def start_nodes(
-    nursery: trio.Nursery, root: Path, count: int, **kwargs: Any
+    nursery: trio.Nursery,
+    root: Path,
+    count: int,
+    *,
+    fsync: FsyncPlacement = FsyncPlacement.INLINE_WHEN_FOLLOWING,
+    **kwargs: Any,
 ) -> list[ControllerNode]:
     ports = free_ports(count)
     nodes = []
     for node_id in range(1, count + 1):
         node = ControllerNode.from_config(
-            controller_config(root, node_id, ports, **kwargs), seed=node_id
+            controller_config(root, node_id, ports, **kwargs), seed=node_id, fsync=fsync
         )
         await nursery.start(node.run)
         nodes.append(node)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 import trio
 import trio.testing
 
 from quorum.log import FileLog
-from quorum.node import AppendError, ControllerNode
+from quorum.node import AppendError, ControllerNode, FsyncPlacement
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     DescribeClusterRequest,
@@ -215,4 +216,40 @@ async def test_a_leaders_own_copy_counts_only_once_its_flush_ends(tmp_path: Path
                 await leader.wait_changed()
         assert len(committed) == 1 and committed[0] < offset
         for node in (leader, other):
+            node.stop()
+
+
+class _FlushThreads:
+    """Records, per flush of a log, whether it ran on the trio thread."""
+
+    def __init__(self, log: FileLog) -> None:
+        self.real = log.flush
+        self.on_trio_thread: list[bool] = []
+        log.flush = self  # type: ignore[method-assign]
+
+    def __call__(self) -> int:
+        self.on_trio_thread.append(threading.current_thread() is threading.main_thread())
+        return self.real()
+
+
+@pytest.mark.parametrize(
+    ("placement", "follower_inline"),
+    [(FsyncPlacement.INLINE_WHEN_FOLLOWING, True), (FsyncPlacement.WORKER_THREAD, False)],
+)
+async def test_followers_sync_where_the_placement_says_and_a_leader_in_a_worker_thread(
+    tmp_path: Path, placement: FsyncPlacement, follower_inline: bool
+) -> None:
+    async with trio.open_nursery() as nursery:
+        nodes = await start_nodes(nursery, tmp_path, 3, fsync=placement)
+        leader = await wait_for_leader(nodes)
+        threads = {n.node_id: _FlushThreads(_file_log(n)) for n in nodes}
+        for i in range(3):
+            await leader.append_and_wait_committed([b"%d" % i])
+        assert threads[leader.node_id].on_trio_thread
+        assert not any(threads[leader.node_id].on_trio_thread)
+        for node in nodes:
+            if node is not leader:
+                assert threads[node.node_id].on_trio_thread
+                assert set(threads[node.node_id].on_trio_thread) == {follower_inline}
+        for node in nodes:
             node.stop()
