@@ -17,7 +17,7 @@ from typing import Final
 import attrs
 
 from quorum.log.protocol import ReplicatedLog
-from quorum.wire.batch import BatchHeader, batch_size_at
+from quorum.wire.batch import BatchHeader, batch_base_offset_at, batch_size_at
 from quorum.wire.errors import WireError
 from quorum.wire.metadata_serde import MetadataRecord, decode_metadata_record
 from quorum.wire.records import DecodedBatch, decode_batch
@@ -80,10 +80,18 @@ def _decode(batch: DecodedBatch) -> tuple[tuple[int, MetadataRecord], ...]:
     return tuple(records)
 
 
-def iter_log_batches(data: bytes | memoryview) -> Iterator[LogBatch]:
-    """Each whole batch in ``data``, CRC checked; a trailing partial batch is ignored."""
+def iter_log_batches(
+    data: bytes | memoryview, *, end_offset: int | None = None
+) -> Iterator[LogBatch]:
+    """Each whole batch in ``data``, CRC checked; a trailing partial batch is ignored.
+
+    With ``end_offset``, batches from that offset on are not decoded: a replay up
+    to the high watermark leaves the uncommitted tail of the log alone.
+    """
     pos, size = 0, len(data)
     while (length := batch_size_at(data, pos)) is not None and pos + length <= size:
+        if end_offset is not None and batch_base_offset_at(data, pos) >= end_offset:
+            return
         try:
             batch = decode_batch(data, pos)
         except WireError as exc:
@@ -158,8 +166,8 @@ def read_committed_records(
                 f"the metadata log has no batch at offset {position} "
                 f"(log end offset {log.log_end_offset}); records up to {end} were asked for"
             )
-        for batch in iter_log_batches(result.records):
-            if batch.next_offset <= start or batch.base_offset >= end:
+        for batch in iter_log_batches(result.records, end_offset=end):
+            if batch.next_offset <= start:
                 continue
             last_epoch = batch.epoch
             records += [(o, r) for o, r in batch.records if start <= o < end]

@@ -38,6 +38,7 @@ __all__ = [
     "BATCH_HEADER_SIZE",
     "LOG_OVERHEAD",
     "BatchHeader",
+    "batch_base_offset_at",
     "batch_size_at",
     "iter_batch_headers",
     "set_base_offset",
@@ -154,6 +155,12 @@ def batch_size_at(buf: bytes | bytearray | memoryview, pos: int) -> int | None:
         return None
     _, length = _OFFSET_LENGTH.unpack_from(buf, pos)
     return int(LOG_OVERHEAD + length)
+
+
+def batch_base_offset_at(buf: bytes | bytearray | memoryview, pos: int) -> int:
+    """The base offset of the batch starting at ``pos`` (its first 8 bytes)."""
+    base_offset, _ = _OFFSET_LENGTH.unpack_from(buf, pos)
+    return int(base_offset)
 
 
 def iter_batch_headers(

@@ -91,6 +91,16 @@ def test_a_batch_with_a_bad_crc_names_its_offset() -> None:
         list(iter_log_batches(bytes(data)))
 
 
+def test_batches_from_the_end_offset_on_are_not_decoded() -> None:
+    # a replay to the high watermark stops before the uncommitted tail; a record there
+    # that would not even decode is left alone
+    tail = build_batch_from_values([b"\x01\x63\x00"], base_offset=5)
+    assert [b.base_offset for b in iter_log_batches(LOG_BYTES + tail, end_offset=4)] == [0, 1, 3]
+    assert [b.base_offset for b in iter_log_batches(LOG_BYTES + tail, end_offset=5)] == [0, 1, 3, 4]
+    with pytest.raises(MetadataLogError, match="offset 5"):
+        list(iter_log_batches(LOG_BYTES + tail))
+
+
 # -- through the log protocol -------------------------------------------------------------
 
 
@@ -155,6 +165,13 @@ def test_a_range_ending_after_a_control_batch_reports_its_epoch(log: ReplicatedL
     records, epoch = read_committed_records(log, 7, 11)
     assert [o for o, _ in records] == [7, 8, 9]
     assert epoch == 2  # the leader change at offset 10 is of epoch 2
+
+
+def test_a_committed_range_never_decodes_the_uncommitted_tail(log: ReplicatedLog) -> None:
+    written = fill(log)
+    log.append(build_batch_from_values([b"\x01\x63\x00"]), epoch=2)  # offset 15: undecodable
+    records, _ = read_committed_records(log, 11, 15)
+    assert [r for _, r in records] == written[-4:]
 
 
 def test_an_empty_range_reads_nothing(log: ReplicatedLog) -> None:
