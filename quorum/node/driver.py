@@ -376,7 +376,7 @@ class CoreDriver:
             ):
                 if self._log.flushed_offset < self._log.log_end_offset:
                     self._flush_in_background()
-                self._observe(ready)
+                await self._observe(ready)
                 self._deadline_ms = ready.next_deadline_ms
                 return
             if waits_on_disk or ready.flush_log:
@@ -387,7 +387,7 @@ class CoreDriver:
             if (ready.flush_log or ready.send_after_durable) and flushed < self._log.log_end_offset:
                 flushed = await self._durably(leading, self._log.flush)
             self._send(ready.send_after_durable)
-            self._observe(ready)
+            await self._observe(ready)
             self._deadline_ms = ready.next_deadline_ms
             if not ready.flush_log:
                 return
@@ -415,7 +415,7 @@ class CoreDriver:
                 message = attrs.evolve(message, nodes=self._voter_nodes)
             slot.complete(message)
 
-    def _observe(self, ready: Ready) -> None:
+    async def _observe(self, ready: Ready) -> None:
         if ready.leader != self.leader or ready.role != self.role:
             leader = ready.leader.leader_id
             logger.info(
@@ -429,6 +429,13 @@ class CoreDriver:
             ready.leader, leads=ready.role == "Leader", high_watermark=ready.high_watermark
         )
         if self._machine is not None:
+            if ready.send or ready.send_after_durable or ready.committed is not None:
+                # What this Ready sends or answers goes out before the state machine's
+                # replay (up to 100 us a commit): on a follower that send is the fetch
+                # that reports its log end, on a leader the writers' answers. Two
+                # checkpoints, because trio runs each batch of ready tasks in either order.
+                await trio.lowlevel.checkpoint()
+                await trio.lowlevel.checkpoint()
             self._machine.observe(ready, self.core, self.now_ms())
         self.changed.set()
         self.changed = trio.Event()
