@@ -17,15 +17,14 @@ resulting ``Ready`` completely before it takes the next input
 Where the fsyncs run is the node's ``FsyncPlacement``: a worker thread lets
 listener tasks decode while the disk works; a controller that follows syncs
 on the trio thread, which saves two thread wake-ups per commit. The core's
-task waits for them, except for a
-leader's own log flush when nothing in the Ready waits on it: that one runs
-in the background while the core goes on serving fetches and appends (a
-follower's fetch that arrives meanwhile gets the new records at once, so
-the followers' fsyncs overlap the leader's instead of following it; the
-leader's own offset counts toward the high watermark only once the flush is
-reported). Any other input, and any Ready that needs durability, first waits
-for that flush; nothing that truncates or rewrites the log runs beside it.
-Time given to the core is wall-clock milliseconds advanced by trio's
+task waits for every sync except a leader's own log flush that nothing in
+the Ready waits on: that one runs beside the core, which goes on serving
+fetches and appends (a follower's fetch that arrives meanwhile gets the new
+records at once, so the followers' fsyncs overlap the leader's instead of
+following it; the leader's own offset counts toward the high watermark only
+once the flush is reported). Any other input, and any Ready that needs
+durability, first waits for that flush; nothing that truncates or rewrites
+the log runs beside it. Time given to the core is wall-clock milliseconds advanced by trio's
 monotonic clock (DescribeQuorum reports timestamps; deadlines need a clock
 that never steps back).
 """
