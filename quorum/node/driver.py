@@ -22,11 +22,11 @@ the Ready waits on: that one runs beside the core, which goes on serving
 fetches and appends (a follower's fetch that arrives meanwhile gets the new
 records at once, so the followers' fsyncs overlap the leader's instead of
 following it; the leader's own offset counts toward the high watermark only
-once the flush is reported). Any other input, and any Ready that needs
+once the flush is reported). A fetch answer, and any Ready that needs
 durability, first waits for that flush; nothing that truncates or rewrites
-the log runs beside it. Time given to the core is wall-clock milliseconds advanced by trio's
-monotonic clock (DescribeQuorum reports timestamps; deadlines need a clock
-that never steps back).
+the log runs beside it. Time given to the core is wall-clock milliseconds
+advanced by trio's monotonic clock (DescribeQuorum reports timestamps;
+deadlines need a clock that never steps back).
 """
 
 from __future__ import annotations
@@ -67,7 +67,12 @@ from quorum.raft import (
     Ready,
 )
 from quorum.wire.error_codes import Errors
-from quorum.wire.messages import DescribeQuorumResponse, DescribeQuorumResponseNode
+from quorum.wire.messages import (
+    DescribeQuorumResponse,
+    DescribeQuorumResponseNode,
+    FetchResponse,
+    FetchSnapshotResponse,
+)
 from quorum.wire.metadata_serde import wrap_payload
 
 __all__ = ["INBOX_SIZE", "CoreDriver", "FsyncPlacement", "NodeClock", "propose_machine_records"]
@@ -441,13 +446,20 @@ class CoreDriver:
 
 
 def _safe_beside_a_flush(item: Input | None) -> bool:
-    """Inputs a leader handles while its log flush runs: they append or read, never truncate.
+    """Whether a leader may handle ``item`` (None: its timers) while its log flush runs.
 
-    A request that ends the leadership (a Vote or BeginQuorumEpoch of a newer
-    epoch) comes with a Ready to persist, and ``_apply`` waits for the flush
-    before it writes anything durable.
+    Everything but the answers to a fetch: a leader's steps append or read,
+    never truncate; a step that ends the leadership (a Vote or
+    BeginQuorumEpoch of a newer epoch) comes with a Ready to persist, and
+    ``_apply`` waits for the flush before it writes anything durable. A Fetch
+    or FetchSnapshot answer is where a node that no longer leads truncates its
+    log or loads a snapshot, so it waits. Timers, requests and the answers to
+    a leader's own requests keep being served during a slow disk.
     """
-    return isinstance(item, Append | InboundRequest | ControllerCall)
+    return not (
+        isinstance(item, InboundResponse)
+        and isinstance(item.message, FetchResponse | FetchSnapshotResponse)
+    )
 
 
 def _refuse(item: Input) -> None:

@@ -194,17 +194,24 @@ async def test_a_leaders_own_copy_counts_only_once_its_flush_ends(tmp_path: Path
 
         try:
             nursery.start_soon(writer)
+            held_since_ms = leader.driver.now_ms()
             async with await connect(leader) as conn:
                 with trio.fail_after(10):
-                    while True:  # until the leader has heard that the follower holds it
+                    # until the leader has heard that the follower holds the record, and has
+                    # gone on serving (requests, and its timers: the follower's parked fetches
+                    # expire after 500 ms) for over a second of the held flush
+                    while True:
                         await trio.sleep(0.01)
                         if not held.entered.is_set():
                             continue
                         offset = _file_log(leader).log_end_offset  # the record is appended
                         quorum = await conn.request(DESCRIBE_QUORUM)
                         voters = quorum.topics[0].partitions[0].current_voters
-                        ends = {v.replica_id: v.log_end_offset for v in voters}
-                        if ends[other.node_id] >= offset:
+                        state = {v.replica_id: v for v in voters}[other.node_id]
+                        if (
+                            state.log_end_offset >= offset
+                            and state.last_fetch_timestamp > held_since_ms + 1000
+                        ):
                             break
             # one follower and a leader whose copy is not yet on its disk: no majority
             assert committed == []
