@@ -201,7 +201,7 @@ async def test_a_leaders_own_copy_counts_only_once_its_flush_ends(tmp_path: Path
                     # gone on serving (requests, and its timers: the follower's parked fetches
                     # expire after 500 ms) for over a second of the held flush
                     while True:
-                        await trio.sleep(0.01)
+                        await leader.wait_changed()  # its steps go on: a fetch at least every 500 ms
                         if not held.entered.is_set():
                             continue
                         offset = _file_log(leader).log_end_offset  # the record is appended
