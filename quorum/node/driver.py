@@ -179,8 +179,8 @@ class CoreDriver:
         self._held: Input | None = None  # taken from the inbox, not handled yet
         self._closed = False
         self._clock = clock
-        # the leader's log flush running beside the core (set when it ends), and whether
-        # appends came after it started (another flush follows)
+        # the leader's log flush running beside the core, if any, and whether appends
+        # came after it started (another flush follows once it is reported)
         self._flush: _BackgroundFlush | None = None
         self._flush_again = False
         self._waiting_for_input: trio.CancelScope | None = None
@@ -277,11 +277,11 @@ class CoreDriver:
 
     async def _report_background_flush(self) -> None:
         """Tell the core what an ended background flush made durable (between inputs only)."""
-        job = self._flush
-        if job is None or job.flushed is None:
+        if not self._background_flush_ended():
             return
-        self._flush = None
-        ready = self.core.flushed(job.flushed, self.now_ms())
+        assert self._flush is not None and self._flush.flushed is not None
+        flushed, self._flush = self._flush.flushed, None
+        ready = self.core.flushed(flushed, self.now_ms())
         if self._flush_again and self._log.flushed_offset < self._log.log_end_offset:
             ready = attrs.evolve(ready, flush_log=True)
         await self._apply(ready)
