@@ -239,8 +239,8 @@ class CoreDriver:
                     self._waiting_for_input = None
                     if item is None and self._background_flush_ended():
                         continue
-                if self._flush is not None and not _safe_beside_a_flush(item):
-                    await self._flush.ended.wait()
+                if not _safe_beside_a_flush(item):
+                    await self._wait_background_flush()
                 # the flush may have ended before trio resumed its task: count it first
                 await self._report_background_flush()
                 await self._apply(self._step(item, self.now_ms()))
@@ -374,26 +374,26 @@ class CoreDriver:
             self._send(ready.send)
             waits_on_disk = ready.persist is not None or bool(ready.send_after_durable)
             leading = ready.role == "Leader"
-            if (
-                ready.flush_log and not waits_on_disk and leading
-                and self._fsync is not FsyncPlacement.INLINE
-            ):
-                if self._log.flushed_offset < self._log.log_end_offset:
-                    self._flush_in_background()
-                await self._observe(ready)
-                self._deadline_ms = ready.next_deadline_ms
-                return
-            if waits_on_disk or ready.flush_log:
-                await self._wait_background_flush()
-            if ready.persist is not None:
-                await self._durably(leading, self._state_file.write, ready.persist)
             flushed = self._log.flushed_offset
-            if (ready.flush_log or ready.send_after_durable) and flushed < self._log.log_end_offset:
-                flushed = await self._durably(leading, self._log.flush)
-            self._send(ready.send_after_durable)
+            # a leader's own flush that nothing here waits on: beside the core, reported later
+            beside = ready.flush_log and not waits_on_disk and leading and (
+                self._fsync is not FsyncPlacement.INLINE
+            )
+            if beside:
+                if flushed < self._log.log_end_offset:
+                    self._flush_in_background()
+            elif waits_on_disk or ready.flush_log:
+                await self._wait_background_flush()
+                if ready.persist is not None:
+                    await self._durably(leading, self._state_file.write, ready.persist)
+                if (ready.flush_log or ready.send_after_durable) and (
+                    flushed < self._log.log_end_offset
+                ):
+                    flushed = await self._durably(leading, self._log.flush)
+                self._send(ready.send_after_durable)
             await self._observe(ready)
             self._deadline_ms = ready.next_deadline_ms
-            if not ready.flush_log:
+            if beside or not ready.flush_log:
                 return
             ready = self.core.flushed(flushed, self.now_ms())
 

@@ -135,16 +135,21 @@ async def test_a_writer_waiting_on_a_leader_that_stops_is_told_instead_of_hangin
         assert error.error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.BROKER_NOT_AVAILABLE)
 
 
-class _HeldFlush:
-    """A log's ``flush`` that waits (in its worker thread) until released."""
+class _WatchedFlush:
+    """A log's ``flush`` that records on which thread each call ran and, if
+    ``held``, waits (in its worker thread) until released."""
 
-    def __init__(self, log: FileLog) -> None:
+    def __init__(self, log: FileLog, *, held: bool = False) -> None:
         self.real = log.flush
+        self.on_trio_thread: list[bool] = []
         self.entered = threading.Event()
         self.release = threading.Event()
+        if not held:
+            self.release.set()
         log.flush = self  # type: ignore[method-assign]
 
     def __call__(self) -> int:
+        self.on_trio_thread.append(threading.current_thread() is threading.main_thread())
         self.entered.set()
         self.release.wait(30)
         return self.real()
@@ -160,7 +165,7 @@ async def test_a_leader_serves_its_followers_while_its_own_flush_runs(tmp_path: 
     async with trio.open_nursery() as nursery:
         nodes = await start_nodes(nursery, tmp_path, 3)
         leader = await wait_for_leader(nodes)
-        held = _HeldFlush(_file_log(leader))
+        held = _WatchedFlush(_file_log(leader), held=True)
         try:
             # both followers fetch, store and acknowledge while the leader's fsync is
             # stuck; their two copies are a majority, so the record commits
@@ -185,7 +190,7 @@ async def test_a_leaders_own_copy_counts_only_once_its_flush_ends(tmp_path: Path
         gone.stop()
         with trio.fail_after(5):
             await gone.wait_stopped()
-        held = _HeldFlush(_file_log(leader))
+        held = _WatchedFlush(_file_log(leader), held=True)
         committed: list[int] = []
 
         async def writer() -> None:
@@ -226,19 +231,6 @@ async def test_a_leaders_own_copy_counts_only_once_its_flush_ends(tmp_path: Path
             node.stop()
 
 
-class _FlushThreads:
-    """Records, per flush of a log, whether it ran on the trio thread."""
-
-    def __init__(self, log: FileLog) -> None:
-        self.real = log.flush
-        self.on_trio_thread: list[bool] = []
-        log.flush = self  # type: ignore[method-assign]
-
-    def __call__(self) -> int:
-        self.on_trio_thread.append(threading.current_thread() is threading.main_thread())
-        return self.real()
-
-
 @pytest.mark.parametrize(
     ("placement", "follower_inline"),
     [(FsyncPlacement.INLINE_WHEN_FOLLOWING, True), (FsyncPlacement.WORKER_THREAD, False)],
@@ -249,7 +241,7 @@ async def test_followers_sync_where_the_placement_says_and_a_leader_in_a_worker_
     async with trio.open_nursery() as nursery:
         nodes = await start_nodes(nursery, tmp_path, 3, fsync=placement)
         leader = await wait_for_leader(nodes)
-        threads = {n.node_id: _FlushThreads(_file_log(n)) for n in nodes}
+        threads = {n.node_id: _WatchedFlush(_file_log(n)) for n in nodes}
         for i in range(3):
             await leader.append_and_wait_committed([b"%d" % i])
         assert threads[leader.node_id].on_trio_thread
