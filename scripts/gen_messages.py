@@ -85,6 +85,9 @@ MODULES: dict[str, list[tuple[str, int, int]]] = {
         ("ProducerIdsRecord", 0, 0),
         ("BrokerRegistrationChangeRecord", 0, 2),
         ("NoOpRecord", 0, 0),
+        ("BeginTransactionRecord", 0, 0),
+        ("EndTransactionRecord", 0, 0),
+        ("AbortTransactionRecord", 0, 0),
     ],
 }
 

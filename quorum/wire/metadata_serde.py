@@ -20,8 +20,11 @@ from typing import Final, TypeAlias
 from quorum.wire.codec import decode_from, encode_parts
 from quorum.wire.errors import WireDecodeError, WireEncodeError
 from quorum.wire.messages.metadata_records import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
+    EndTransactionRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
     NoOpRecord,
@@ -64,6 +67,9 @@ MetadataRecord: TypeAlias = (
     | ProducerIdsRecord
     | BrokerRegistrationChangeRecord
     | NoOpRecord
+    | BeginTransactionRecord
+    | EndTransactionRecord
+    | AbortTransactionRecord
     | PykraftPayloadRecord
 )
 
@@ -83,6 +89,9 @@ WRITE_VERSIONS: Final[dict[type[MetadataRecord], int]] = {
     ProducerIdsRecord: 0,
     BrokerRegistrationChangeRecord: 1,
     NoOpRecord: 0,
+    BeginTransactionRecord: 0,
+    EndTransactionRecord: 0,
+    AbortTransactionRecord: 0,
     PykraftPayloadRecord: 0,
 }
 

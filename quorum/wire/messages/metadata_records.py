@@ -26,8 +26,11 @@ from quorum.wire.schema import (
 from quorum.wire.uuids import ZERO_UUID
 
 __all__ = [
+    "AbortTransactionRecord",
+    "BeginTransactionRecord",
     "BrokerRegistrationChangeRecord",
     "ConfigRecord",
+    "EndTransactionRecord",
     "FeatureLevelRecord",
     "FenceBrokerRecord",
     "NoOpRecord",
@@ -206,3 +209,21 @@ class BrokerRegistrationChangeRecord:
 @attrs.frozen(kw_only=True)
 class NoOpRecord:
     pass
+
+
+@message(api_key=23, versions=(0, 0), flexible="0+")
+@attrs.frozen(kw_only=True)
+class BeginTransactionRecord:
+    name: str | None = field(STRING, nullable="0+", tag=0, tagged="0+", default=None)
+
+
+@message(api_key=24, versions=(0, 0), flexible="0+")
+@attrs.frozen(kw_only=True)
+class EndTransactionRecord:
+    pass
+
+
+@message(api_key=25, versions=(0, 0), flexible="0+")
+@attrs.frozen(kw_only=True)
+class AbortTransactionRecord:
+    reason: str | None = field(STRING, nullable="0+", tag=0, tagged="0+", default=None)

@@ -8,6 +8,9 @@ import pytest
 
 from quorum.wire.errors import WireDecodeError, WireEncodeError
 from quorum.wire.messages import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
+    EndTransactionRecord,
     FeatureLevelRecord,
     NoOpRecord,
     PartitionChangeRecord,
@@ -59,6 +62,9 @@ def test_a_partition_change_keeps_no_change_apart_from_an_empty_isr() -> None:
         ),
         FeatureLevelRecord(name="metadata.version", feature_level=21),
         NoOpRecord(),
+        BeginTransactionRecord(name="CreateTopics"),
+        EndTransactionRecord(),
+        AbortTransactionRecord(reason=None),
     ],
 )
 def test_records_round_trip_at_their_write_version(record: object) -> None:
@@ -67,6 +73,21 @@ def test_records_round_trip_at_their_write_version(record: object) -> None:
     assert RECORD_CLASSES[value[1]] is type(record)
     assert value[2] == WRITE_VERSIONS[type(record)]  # type: ignore[index]
     assert decode_metadata_record(value) == record
+
+
+@pytest.mark.parametrize(
+    ("record", "hex_value"),
+    [
+        # KIP-868: api keys 23-25, version 0, the optional text as tag 0 (a compact string)
+        (BeginTransactionRecord(name="ab"), "011700" "01" "00" "03" "03" "6162"),
+        (BeginTransactionRecord(name=None), "011700" "00"),
+        (EndTransactionRecord(), "011800" "00"),
+        (AbortTransactionRecord(reason="x"), "011900" "01" "00" "02" "02" "78"),
+    ],
+)
+def test_transaction_markers_match_kafkas_bytes(record: object, hex_value: str) -> None:
+    assert encode_metadata_record(record).hex() == hex_value  # type: ignore[arg-type]
+    assert decode_metadata_record(bytes.fromhex(hex_value)) == record
 
 
 def test_frame_version_zero_is_refused_with_the_reason() -> None:
