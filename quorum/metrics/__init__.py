@@ -11,17 +11,20 @@ from quorum.metrics.activity import (
 )
 from quorum.metrics.exposition import CONTENT_TYPE, Family, Sample, gauge, parse_samples, render
 from quorum.metrics.http_server import serve_metrics
+from quorum.metrics.loop_monitor import STALL_WARN_MS, LoopMonitor, monitor_loop
 from quorum.metrics.node_metrics import BrokerView, NodeMetrics, raft_families
 from quorum.metrics.windows import RecentSamples, WarningGate, WindowMax, WindowSum
 
 __all__ = [
     "CONTENT_TYPE",
     "QUANTILES",
+    "STALL_WARN_MS",
     "ActivitySnapshot",
     "BrokerView",
     "EventTimesSummary",
     "Family",
     "ImageSize",
+    "LoopMonitor",
     "NodeActivity",
     "NodeMetrics",
     "RecentSamples",
@@ -31,6 +34,7 @@ __all__ = [
     "WindowMax",
     "WindowSum",
     "gauge",
+    "monitor_loop",
     "parse_samples",
     "raft_families",
     "render",
