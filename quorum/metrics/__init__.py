@@ -9,6 +9,7 @@ from quorum.metrics.activity import (
     NodeActivity,
     SliceSummary,
 )
+from quorum.metrics.activity_families import activity_families, controller_event_families
 from quorum.metrics.exposition import CONTENT_TYPE, Family, Sample, gauge, parse_samples, render
 from quorum.metrics.http_server import serve_metrics
 from quorum.metrics.loop_monitor import STALL_WARN_MS, LoopMonitor, monitor_loop
@@ -33,6 +34,8 @@ __all__ = [
     "WarningGate",
     "WindowMax",
     "WindowSum",
+    "activity_families",
+    "controller_event_families",
     "gauge",
     "monitor_loop",
     "parse_samples",
