@@ -205,6 +205,7 @@ class BrokerNode(MetadataNode):
                 lambda: controller.controller.is_active
             ),
             broker=lambda: BrokerView(int(self.state), self.broker_epoch),
+            activity=self.activity,
         )
 
     async def _serve_controller(self, nursery: trio.Nursery, driver: CoreDriver) -> None:

@@ -1,10 +1,11 @@
 """Gauges in Prometheus' text exposition format (version 0.0.4).
 
-A ``Family`` is one metric name with its help text and its samples (each a
-label set and a value); ``render`` writes families one after the other,
-each with one ``# HELP`` and one ``# TYPE`` line, escaping what the format
-asks to be escaped (backslash and newline in help texts; backslash, double
-quote and newline in label values).
+A ``Family`` is one metric name with its help text, its type (gauge, counter
+or summary) and its samples (each a label set and a value; a summary's
+``_sum`` and ``_count`` samples carry that suffix); ``render`` writes
+families one after the other, each with one ``# HELP`` and one ``# TYPE``
+line, escaping what the format asks to be escaped (backslash and newline in
+help texts; backslash, double quote and newline in label values).
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ __all__ = ["CONTENT_TYPE", "Family", "Sample", "gauge", "parse_samples", "render
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 _NAME: Final = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_TYPES: Final = frozenset({"gauge", "counter", "summary"})
 
 
 @attrs.frozen
 class Sample:
     labels: Mapping[str, str]
     value: float
+    suffix: str = ""  # appended to the family's name: a summary's "_sum" and "_count"
 
 
 @attrs.frozen
@@ -34,11 +37,15 @@ class Family:
     name: str = attrs.field()
     help: str
     samples: tuple[Sample, ...]
-    type: str = "gauge"
+    type: str = attrs.field(default="gauge")
 
     @name.validator
     def _check_name(self, _attribute: object, value: str) -> None:
         assert _NAME.fullmatch(value), f"{value!r} is not a metric name"
+
+    @type.validator
+    def _check_type(self, _attribute: object, value: str) -> None:
+        assert value in _TYPES, f"{value!r} is not one of the types {sorted(_TYPES)}"
 
 
 def gauge(name: str, help_text: str, value: float, **labels: str) -> Family:
@@ -58,7 +65,8 @@ def _label_value(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _sample_line(name: str, sample: Sample) -> str:
+def _sample_line(family: str, sample: Sample) -> str:
+    name = family + sample.suffix
     if not sample.labels:
         return f"{name} {_value(sample.value)}"
     for label in sample.labels:

@@ -5,8 +5,10 @@ type=KafkaController,name=OfflinePartitionsCount`` becomes
 ``kafka_controller_offline_partitions_count``), plus pykraft's image offset
 and digest, so that a scraper can compare nodes. The image figures come from
 every node (brokers hold the same image as controllers); the active
-controller count only from controllers, the broker state only from
-brokers. The image's digest and counts are computed once per image
+controller count and the controller event times only from controllers, the
+broker state only from brokers; what the node's thread spends its time on
+(``NodeActivity``: loop stalls, slices of work, records applied) from every
+node that has one. The image's digest and counts are computed once per image
 (``LatestImageSummary``): a 10,000-partition image takes tens of
 milliseconds to hash, and scrapes repeat.
 """
@@ -16,9 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import attrs
+import trio
 
 from quorum.controller.digest import LatestImageSummary
 from quorum.controller.image import MetadataImage
+from quorum.metrics.activity import NodeActivity
+from quorum.metrics.activity_families import activity_families, controller_event_families
 from quorum.metrics.exposition import Family, Sample, gauge, render
 from quorum.raft import RaftCore
 
@@ -79,11 +84,15 @@ class NodeMetrics:
         image: Callable[[], MetadataImage],
         controller_active: Callable[[], bool] | None = None,
         broker: Callable[[], BrokerView] | None = None,
+        activity: NodeActivity | None = None,
+        clock: Callable[[], float] = trio.current_time,
     ) -> None:
         self._core = core
         self._image = image
         self._controller_active = controller_active
         self._broker = broker
+        self._activity = activity
+        self._clock = clock  # the clock the node's NodeActivity is fed with
         self._summaries = LatestImageSummary()
 
     def families(self) -> list[Family]:
@@ -103,6 +112,11 @@ class NodeMetrics:
                 gauge("kafka_server_broker_epoch", "This broker's epoch (-1: unregistered).",
                       broker.epoch),
             ]
+        if self._activity is not None:
+            snapshot = self._activity.snapshot(self._clock())
+            families += activity_families(snapshot)
+            if self._controller_active is not None:
+                families += controller_event_families(snapshot)
         return families
 
     def text(self) -> str:

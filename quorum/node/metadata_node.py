@@ -2,11 +2,12 @@
 
 A controller, a broker and a combined node each run one Raft core over the
 metadata log (``quorum.node.raft_parts``). This base holds what they show
-of it (node id, driver, Raft leader) and how they are started and stopped:
-``wait_started`` until the node serves requests, ``stop()`` to ask for an
-orderly stop (safe from any task, more than once; subclasses add what their
-roles do on stop), ``open_parts`` to assemble the core with the node's seed
-and fsync mode.
+of it (node id, driver, Raft leader), its ``activity`` (one ``NodeActivity``
+per node, so per process, behind its /metrics) and how they are started and
+stopped: ``wait_started`` until the node serves requests, ``stop()`` to ask
+for an orderly stop (safe from any task, more than once; subclasses add what
+their roles do on stop), ``open_parts`` to assemble the core with the node's
+seed and fsync mode.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 
 import trio
 
-from quorum.metrics import NodeMetrics, serve_metrics
+from quorum.metrics import NodeActivity, NodeMetrics, serve_metrics
 from quorum.node.driver import CoreDriver, FsyncPlacement
 from quorum.node.listener import NodeAddress
 from quorum.node.raft_parts import RaftParts, open_raft_parts
@@ -41,6 +42,9 @@ class MetadataNode:
         self._stopped = trio.Event()
         self.address: NodeAddress | None = None
         self.metrics_address: tuple[str, int] | None = None
+        # what the node's trio thread spends its time on: fed by the loop monitor
+        # (``quorum.node.process``) and the task that owns the core, shown at /metrics
+        self.activity = NodeActivity()
 
     # -- views ------------------------------------------------------------------------------
 

@@ -126,6 +126,7 @@ class ControllerNode(MetadataNode):
             metrics = NodeMetrics(
                 core=lambda: parts.core, image=lambda: machine.controller.committed,
                 controller_active=lambda: machine.controller.is_active,
+                activity=self.activity,
             )
             await self.serve_metrics(nursery, self.settings, metrics)
             self.address = await serve_controller_listener(

@@ -6,7 +6,9 @@ EndQuorumEpoch first, a broker asks for a controlled shutdown; ``stop_text``
 says which in the log); a second signal stops it at once. ``on_ready`` is
 called with the address ``run`` reports once the node serves requests,
 unless a stop was asked meanwhile; launchers wait for the ready line on
-stdout.
+stdout. Every node process passes through ``serve_until_signalled``, which
+runs a ``LoopMonitor`` on the trio thread for the node's ``activity``: how
+long the thread goes without serving I/O, and which task held it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Protocol
 
 import trio
 
+from quorum.metrics import NodeActivity, monitor_loop
 from quorum.node.node import NodeAddress
 
 __all__ = [
@@ -47,6 +50,11 @@ class RunnableNode(Protocol):
     @property
     def stopping(self) -> bool: ...
 
+    @property
+    def activity(self) -> NodeActivity:
+        """What the process's trio thread spends its time on (its loop monitor feeds it)."""
+        ...
+
     def stop(self) -> None:
         """Ask for an orderly stop (safe from any task, more than once)."""
         ...
@@ -65,7 +73,10 @@ async def serve_until_signalled(
     *,
     stop_text: str = "shutting down",
 ) -> None:
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with (
+        monitor_loop(node.activity),
+        trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals,
+    ):
         async with trio.open_nursery() as nursery:
 
             async def run_then_stop_watching(

@@ -1,8 +1,10 @@
 """GET /metrics on every node of a real cluster: the same image everywhere, one active
-controller, running brokers, and an offline partition counted once its only replica died."""
+controller, running brokers, every node's loop measured, and an offline partition counted
+once its only replica died."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from deploy import LocalCluster
@@ -12,6 +14,7 @@ from tests.integration.checks import StartCluster
 from tests.integration.test_brokers import active_image, create_topic, partitions_of
 
 _DEADLINE_S = 30.0
+EVENT_COUNT = "kafka_controller_controllereventmanager_eventqueuetimems_count"
 Samples = dict[str, float]
 
 
@@ -68,6 +71,13 @@ def test_every_node_exports_the_same_image_and_its_role_state(start_cluster: Sta
                and scraped[b]['kafka_raft_current_state{state="observer"}'] == 1 for b in brokers)
     assert all(scraped[b]["kafka_server_broker_epoch"] >= 0 for b in brokers)
     assert all("kafka_server_broker_state" not in scraped[c] for c in controllers)
+    for node, samples in scraped.items():  # every process runs its loop monitor
+        for window in ("1m", "all"):
+            stall = samples[f'pykraft_event_loop_max_stall_ms{{window="{window}"}}']
+            assert math.isfinite(stall) and stall > 0, (node, window, stall)
+        assert samples["pykraft_metadata_records_applied_total"] >= 0
+    assert all(EVENT_COUNT in scraped[c] for c in controllers)
+    assert all(EVENT_COUNT not in scraped[b] for b in brokers)
 
     # the only replica of "lonely" dies: once fenced, its partition is offline everywhere
     [only] = partitions_of(active_image(cluster), "lonely")

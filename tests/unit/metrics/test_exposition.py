@@ -53,3 +53,21 @@ def test_a_bad_metric_name_is_a_broken_invariant(name: str) -> None:
 def test_a_bad_label_name_is_a_broken_invariant() -> None:
     with pytest.raises(AssertionError):
         render([gauge("m", "x", 1, **{"bad-label": "v"})])
+
+
+def test_a_summary_renders_its_quantiles_sum_and_count_under_one_type_line() -> None:
+    text = render([Family("t_ms", "Times.", (
+        Sample({"quantile": "0.5"}, 3), Sample({}, 10, "_sum"), Sample({}, 4, "_count"),
+    ), type="summary")])
+    assert text == (
+        "# HELP t_ms Times.\n"
+        "# TYPE t_ms summary\n"
+        't_ms{quantile="0.5"} 3\n'
+        "t_ms_sum 10\n"
+        "t_ms_count 4\n"
+    )
+
+
+def test_an_unknown_type_is_a_broken_invariant() -> None:
+    with pytest.raises(AssertionError):
+        Family("m", "x", (), type="histogramm")

@@ -1,0 +1,109 @@
+"""The loop monitor on a real trio loop: a step that holds the thread shows as a stall
+(and the warning names its task), an idle loop does not, and every node process runs one."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+import trio
+
+from quorum.metrics import NodeActivity, monitor_loop
+from quorum.node import NodeAddress
+from quorum.node.process import serve_until_signalled
+
+MONITOR_LOGGER = "quorum.metrics.loop_monitor"
+
+
+def hold_thread(seconds: float) -> None:
+    """Keep the thread busy without yielding to trio (what an unbounded step does)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+async def busy_step(seconds: float) -> None:
+    hold_thread(seconds)
+
+
+def max_stall_ms(activity: NodeActivity) -> float:
+    return activity.snapshot(trio.current_time()).max_stall_ms
+
+
+async def test_a_step_that_holds_the_thread_60_ms_is_a_stall_of_at_least_60_ms() -> None:
+    activity = NodeActivity()
+    with monitor_loop(activity):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(busy_step, 0.06)
+        # the turn that ran the busy step ended before this task was woken
+        stall_ms = max_stall_ms(activity)
+    assert stall_ms >= 60.0
+    assert activity.snapshot(trio.current_time()).max_stall_ms_1m == stall_ms
+
+
+async def test_an_idle_loop_has_no_stall_of_50_ms() -> None:
+    activity = NodeActivity()
+    with monitor_loop(activity):
+        async with trio.open_nursery() as nursery:
+            for _ in range(3):
+                nursery.start_soon(_sleep_in_small_steps, 20, 0.01)
+    assert 0.0 < max_stall_ms(activity) < 50.0
+
+
+async def _sleep_in_small_steps(count: int, seconds: float) -> None:
+    for _ in range(count):
+        await trio.sleep(seconds)
+
+
+async def test_a_stall_over_the_threshold_is_logged_once_per_interval_naming_the_longest_step(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger=MONITOR_LOGGER)
+    activity = NodeActivity()
+    with monitor_loop(activity, stall_warn_ms=50.0):
+        for _ in range(2):  # the second stall comes within the warning interval
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(busy_step, 0.001, name="short-step")
+                nursery.start_soon(busy_step, 0.06, name="unbounded-replay")
+                nursery.start_soon(busy_step, 0.001, name="another-short-step")
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "served no I/O for" in line
+    assert "in task 'unbounded-replay'" in line
+
+
+async def test_the_monitor_stops_measuring_when_its_block_ends() -> None:
+    activity = NodeActivity()
+    with monitor_loop(activity):
+        await trio.sleep(0.001)
+    before = max_stall_ms(activity)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(busy_step, 0.06)
+    await trio.sleep(0.001)
+    assert max_stall_ms(activity) == before < 60.0
+
+
+class BusyNode:
+    """A node whose run holds the thread once it has started, then ends."""
+
+    def __init__(self) -> None:
+        self.activity = NodeActivity()
+        self.stopping = False
+
+    def stop(self) -> None:
+        self.stopping = True
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[NodeAddress] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started(NodeAddress("CONTROLLER", "127.0.0.1", 9093))
+        await trio.lowlevel.checkpoint()
+        hold_thread(0.06)
+
+
+async def test_a_node_process_measures_its_loop_into_the_nodes_activity() -> None:
+    node = BusyNode()
+    ready: list[NodeAddress] = []
+    await serve_until_signalled(node, ready.append)
+    assert ready == [NodeAddress("CONTROLLER", "127.0.0.1", 9093)]
+    assert max_stall_ms(node.activity) >= 60.0
