@@ -36,6 +36,7 @@ __all__ = [
     "RecordingReplicaManager",
     "ReplicaManager",
     "assignment_changes",
+    "assignment_of",
     "assignments_of",
 ]
 
@@ -111,6 +112,15 @@ def _assignment(
         replicas=partition.replicas,
         role=PartitionRole.LEADER if partition.leader == broker_id else PartitionRole.FOLLOWER,
     )
+
+
+def assignment_of(
+    topic: TopicImage, index: int, partition: PartitionRegistration, broker_id: int
+) -> PartitionAssignment | None:
+    """What ``broker_id`` hosts of one partition (None: it holds no replica of it)."""
+    if broker_id not in partition.replicas:
+        return None
+    return _assignment(topic, index, partition, broker_id)
 
 
 def _topic_assignments(

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Generator
 
 from quorum.controller.broker_registration import (
     METADATA_VERSION_FEATURE,
@@ -59,12 +59,21 @@ from quorum.controller.broker_registration import (
 )
 from quorum.controller.broker_sessions import BrokerSessions
 from quorum.controller.delta import fold_records
-from quorum.controller.image import BrokerRegistration, MetadataImage, Provenance
+from quorum.controller.image import BrokerRegistration, MetadataImage
+from quorum.controller.operations import (
+    Operation,
+    Slice,
+    Steps,
+    emit_in_slices,
+    run_to_end,
+    scan_in_slices,
+)
 from quorum.controller.partition_change import (
-    changes_for_broker_removal,
-    changes_for_broker_unfence,
+    broker_removal_examiner,
+    broker_unfence_examiner,
 )
 from quorum.controller.results import ControllerContext, ControllerResult
+from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.broker_lifecycle import (
     BrokerHeartbeatRequest,
@@ -86,10 +95,14 @@ __all__ = [
     "METADATA_VERSION_FEATURE",
     "BrokerControlState",
     "broker_heartbeat",
+    "broker_heartbeat_steps",
     "fence_stale_brokers",
+    "fence_stale_brokers_steps",
     "next_fence_deadline_ms",
     "register_broker",
+    "register_broker_steps",
     "unregister_broker",
+    "unregister_broker_steps",
 ]
 
 logger = logging.getLogger(__name__)
@@ -109,14 +122,14 @@ class BrokerControlState(enum.Enum):
 # -- registration ----------------------------------------------------------------------------
 
 
-def register_broker(
+def register_broker_steps(
     image: MetadataImage,
     request: BrokerRegistrationRequest,
     version: int,
     ctx: ControllerContext,
     sessions: BrokerSessions,
-) -> ControllerResult[BrokerRegistrationResponse]:
-    """A new incarnation gets epoch ``ctx.next_offset`` and starts fenced.
+) -> Steps[BrokerRegistrationResponse]:
+    """A new incarnation gets the offset of its RegisterBrokerRecord as epoch, and starts fenced.
 
     The same incarnation registering again keeps its epoch and state and
     writes nothing (Kafka rewrites an identical record). A new incarnation
@@ -128,72 +141,92 @@ def register_broker(
     if problem is not None:
         error, text = problem
         logger.warning("broker %d cannot register: %s", request.broker_id, text)
-        return ControllerResult.answer(BrokerRegistrationResponse(error_code=error))
+        return BrokerRegistrationResponse(error_code=error)
     broker_id = request.broker_id
     existing = image.broker(broker_id)
     if existing is not None and existing.incarnation_id == request.incarnation_id:
         sessions.touch(broker_id, ctx.now_ms, sessions.metadata_offset(broker_id))
-        return ControllerResult.answer(BrokerRegistrationResponse(broker_epoch=existing.epoch))
-    epoch = ctx.next_offset
-    records: list[MetadataRecord] = [register_broker_record(request, epoch)]
-    records.extend(_removal_changes(image, broker_id, ctx))
+        return BrokerRegistrationResponse(broker_epoch=existing.epoch)
     sessions.remove(broker_id)
     sessions.touch(broker_id, ctx.now_ms)
+    removals = yield from _scan_removals(image, broker_id, ctx)
+    # the epoch is the record's offset: after a BeginTransactionRecord when one comes first
+    framed = 1 + len(removals) > MAX_UNITS_PER_SLICE
+    epoch = ctx.append_offset() + (1 if framed else 0)
+    yield from emit_in_slices([register_broker_record(request, epoch), *removals])
     logger.info("broker %d registers incarnation %s with epoch %d",
                 broker_id, request.incarnation_id, epoch)
-    return ControllerResult(tuple(records), BrokerRegistrationResponse(broker_epoch=epoch))
+    return BrokerRegistrationResponse(broker_epoch=epoch)
+
+
+def register_broker(
+    image: MetadataImage,
+    request: BrokerRegistrationRequest,
+    version: int,
+    ctx: ControllerContext,
+    sessions: BrokerSessions,
+) -> ControllerResult[BrokerRegistrationResponse]:
+    """``register_broker_steps`` at once (tests, small images)."""
+    steps = register_broker_steps(image, request, version, ctx, sessions)
+    return run_to_end(Operation("BrokerRegistration", steps))
 
 
 # -- heartbeats ------------------------------------------------------------------------------
 
 
-def _removal_changes(
+def _scan_removals(
     image: MetadataImage, broker_id: int, ctx: ControllerContext
-) -> list[MetadataRecord]:
-    return list(
-        changes_for_broker_removal(
-            image, broker_id, unclean_default=ctx.config.unclean_leader_election_enable
+) -> Generator[Slice, None, list[MetadataRecord]]:
+    examine = broker_removal_examiner(
+        image, broker_id, unclean_default=ctx.config.unclean_leader_election_enable
+    )
+    return (yield from scan_in_slices(image.iter_partitions(), examine))
+
+
+def _leads_any(image: MetadataImage, broker_id: int) -> Generator[Slice, None, bool]:
+    """Whether ``broker_id`` leads a partition (a scan that stops at the first)."""
+    examined = 0
+    for _topic, _index, partition in image.iter_partitions():
+        if partition.leader == broker_id:
+            return True
+        examined += 1
+        if examined >= MAX_UNITS_PER_SLICE:
+            yield Slice(more=True, units=examined)
+            examined = 0
+    return False
+
+
+def _transition_steps(
+    image: MetadataImage,
+    broker: BrokerRegistration,
+    state: BrokerControlState,
+    ctx: ControllerContext,
+) -> Generator[Slice, None, int]:
+    """The records of a move to ``state`` (see the module docstring); returns how many."""
+    if state is _current_state(broker) or (state.fenced and broker.fenced):
+        return 0
+    broker_id, epoch = broker.broker_id, broker.epoch
+    records: list[MetadataRecord]
+    if state.fenced:
+        removals = yield from _scan_removals(image, broker_id, ctx)
+        fence = BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=1)
+        records = [*removals, fence]
+    elif state is BrokerControlState.UNFENCED:
+        change = BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=-1)
+        unfenced = fold_records(image, [change], image.provenance)
+        examine = broker_unfence_examiner(
+            unfenced, broker_id, unclean_default=ctx.config.unclean_leader_election_enable
         )
-    )
-
-
-def _fence_records(
-    image: MetadataImage, broker: BrokerRegistration, ctx: ControllerContext
-) -> list[MetadataRecord]:
-    return [
-        *_removal_changes(image, broker.broker_id, ctx),
-        BrokerRegistrationChangeRecord(
-            broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=1
-        ),
-    ]
-
-
-def _unfence_records(
-    image: MetadataImage, broker: BrokerRegistration, ctx: ControllerContext
-) -> list[MetadataRecord]:
-    change = BrokerRegistrationChangeRecord(
-        broker_id=broker.broker_id, broker_epoch=broker.epoch, fenced=-1
-    )
-    unfenced = fold_records(
-        image, [change], Provenance(ctx.next_offset + 1, image.provenance.epoch)
-    )
-    return [
-        change,
-        *changes_for_broker_unfence(
-            unfenced, broker.broker_id, unclean_default=ctx.config.unclean_leader_election_enable
-        ),
-    ]
-
-
-def _controlled_shutdown_records(
-    image: MetadataImage, broker: BrokerRegistration, ctx: ControllerContext
-) -> list[MetadataRecord]:
-    return [
-        BrokerRegistrationChangeRecord(
-            broker_id=broker.broker_id, broker_epoch=broker.epoch, in_controlled_shutdown=1
-        ),
-        *_removal_changes(image, broker.broker_id, ctx),
-    ]
+        elected = yield from scan_in_slices(unfenced.iter_partitions(), examine)
+        records = [change, *elected]
+    else:
+        removals = yield from _scan_removals(image, broker_id, ctx)
+        shutdown = BrokerRegistrationChangeRecord(
+            broker_id=broker_id, broker_epoch=epoch, in_controlled_shutdown=1
+        )
+        records = [shutdown, *removals]
+    yield from emit_in_slices(records)
+    return len(records)
 
 
 def _current_state(broker: BrokerRegistration) -> BrokerControlState:
@@ -205,10 +238,7 @@ def _current_state(broker: BrokerRegistration) -> BrokerControlState:
 
 
 def _next_state(
-    broker: BrokerRegistration,
-    request: BrokerHeartbeatRequest,
-    leads: Callable[[], bool],
-    shutdown_seen: Callable[[], bool],
+    broker: BrokerRegistration, request: BrokerHeartbeatRequest, leads: bool, shutdown_seen: bool
 ) -> BrokerControlState:
     S = BrokerControlState
     current = _current_state(broker)
@@ -223,26 +253,19 @@ def _next_state(
         if request.want_fence:
             return S.SHUTDOWN_NOW if request.want_shut_down else S.FENCED
         if request.want_shut_down:
-            return S.CONTROLLED_SHUTDOWN if leads() else S.SHUTDOWN_NOW
+            return S.CONTROLLED_SHUTDOWN if leads else S.SHUTDOWN_NOW
         return S.UNFENCED
-    if leads() or not shutdown_seen():
+    if leads or not shutdown_seen:
         return S.CONTROLLED_SHUTDOWN
     return S.SHUTDOWN_NOW
 
 
-def _transition_records(
-    image: MetadataImage,
-    broker: BrokerRegistration,
-    state: BrokerControlState,
-    ctx: ControllerContext,
-) -> list[MetadataRecord]:
-    if state is _current_state(broker):
-        return []
-    if state.fenced:
-        return [] if broker.fenced else _fence_records(image, broker, ctx)
-    if state is BrokerControlState.UNFENCED:
-        return _unfence_records(image, broker, ctx)
-    return _controlled_shutdown_records(image, broker, ctx)
+def _needs_leads(broker: BrokerRegistration, request: BrokerHeartbeatRequest) -> bool:
+    """Whether ``_next_state`` looks at the broker's leaderships (a scan) for this heartbeat."""
+    current = _current_state(broker)
+    if current is BrokerControlState.UNFENCED:
+        return request.want_shut_down and not request.want_fence
+    return current is BrokerControlState.CONTROLLED_SHUTDOWN
 
 
 def _heartbeat_problem(
@@ -258,6 +281,47 @@ def _heartbeat_problem(
     return None
 
 
+def broker_heartbeat_steps(
+    image: MetadataImage,
+    request: BrokerHeartbeatRequest,
+    version: int,
+    ctx: ControllerContext,
+    sessions: BrokerSessions,
+) -> Steps[BrokerHeartbeatResponse]:
+    """One heartbeat: refresh the session and move the broker (see the module table)."""
+    problem = _heartbeat_problem(image, request.broker_id, request.broker_epoch)
+    if problem is not None:
+        return BrokerHeartbeatResponse(error_code=problem[0])
+    broker = image.brokers[request.broker_id]
+    broker_id = broker.broker_id
+    # a controller that took over mid-shutdown waits for everything it has written
+    shutdown_offset = sessions.controlled_shutdown_offset(broker_id)
+    if shutdown_offset is None:
+        shutdown_offset = image.provenance.offset - 1
+    leads = (yield from _leads_any(image, broker_id)) if _needs_leads(broker, request) else False
+    shutdown_seen = all(
+        sessions.metadata_offset(other) >= shutdown_offset
+        for other in image.active_broker_ids()
+        if other != broker_id
+    )
+    state = _next_state(broker, request, leads, shutdown_seen)
+    written = yield from _transition_steps(image, broker, state, ctx)
+    sessions.touch(broker_id, ctx.now_ms, request.current_metadata_offset)
+    if state.fenced:
+        sessions.set_controlled_shutdown_offset(broker_id, None)
+    elif state is BrokerControlState.CONTROLLED_SHUTDOWN:
+        # the records ran to just before the next offset (later, never earlier, is safe)
+        end = ctx.append_offset() - 1 if written else shutdown_offset
+        sessions.set_controlled_shutdown_offset(broker_id, end)
+    if state is not _current_state(broker):
+        logger.info("broker %d: %s -> %s", broker_id, _current_state(broker).value, state.value)
+    return BrokerHeartbeatResponse(
+        is_caught_up=request.current_metadata_offset >= broker.epoch,
+        is_fenced=state.fenced,
+        should_shut_down=state is BrokerControlState.SHUTDOWN_NOW,
+    )
+
+
 def broker_heartbeat(
     image: MetadataImage,
     request: BrokerHeartbeatRequest,
@@ -265,48 +329,34 @@ def broker_heartbeat(
     ctx: ControllerContext,
     sessions: BrokerSessions,
 ) -> ControllerResult[BrokerHeartbeatResponse]:
-    """One heartbeat: refresh the session and move the broker (see the module table)."""
-    problem = _heartbeat_problem(image, request.broker_id, request.broker_epoch)
-    if problem is not None:
-        return ControllerResult.answer(BrokerHeartbeatResponse(error_code=problem[0]))
-    broker = image.brokers[request.broker_id]
-    broker_id = broker.broker_id
-    # a controller that took over mid-shutdown waits for everything it has written
-    shutdown_offset = sessions.controlled_shutdown_offset(broker_id)
-    if shutdown_offset is None:
-        shutdown_offset = image.provenance.offset - 1
-
-    def leads() -> bool:
-        return bool(image.partitions_led_by(broker_id))
-
-    def shutdown_seen() -> bool:
-        return all(
-            sessions.metadata_offset(other) >= shutdown_offset
-            for other in image.active_broker_ids()
-            if other != broker_id
-        )
-
-    state = _next_state(broker, request, leads, shutdown_seen)
-    records = _transition_records(image, broker, state, ctx)
-    sessions.touch(broker_id, ctx.now_ms, request.current_metadata_offset)
-    if state.fenced:
-        sessions.set_controlled_shutdown_offset(broker_id, None)
-    elif state is BrokerControlState.CONTROLLED_SHUTDOWN:
-        end = ctx.next_offset + len(records) - 1 if records else shutdown_offset
-        sessions.set_controlled_shutdown_offset(broker_id, end)
-    if state is not _current_state(broker):
-        logger.info("broker %d: %s -> %s", broker_id, _current_state(broker).value, state.value)
-    return ControllerResult(
-        tuple(records),
-        BrokerHeartbeatResponse(
-            is_caught_up=request.current_metadata_offset >= broker.epoch,
-            is_fenced=state.fenced,
-            should_shut_down=state is BrokerControlState.SHUTDOWN_NOW,
-        ),
-    )
+    """``broker_heartbeat_steps`` at once (tests, small images)."""
+    steps = broker_heartbeat_steps(image, request, version, ctx, sessions)
+    return run_to_end(Operation("BrokerHeartbeat", steps))
 
 
 # -- unregistration and session expiry ---------------------------------------------------------
+
+
+def unregister_broker_steps(
+    image: MetadataImage,
+    request: UnregisterBrokerRequest,
+    version: int,
+    ctx: ControllerContext,
+    sessions: BrokerSessions | None = None,
+) -> Steps[UnregisterBrokerResponse]:
+    """Take the broker out of every ISR and leadership, then drop its registration."""
+    broker = image.broker(request.broker_id)
+    if broker is None:
+        return UnregisterBrokerResponse(
+            error_code=Errors.BROKER_ID_NOT_REGISTERED,
+            error_message=f"broker {request.broker_id} is not registered",
+        )
+    removals = yield from _scan_removals(image, broker.broker_id, ctx)
+    gone = UnregisterBrokerRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch)
+    yield from emit_in_slices([*removals, gone])
+    if sessions is not None:
+        sessions.remove(broker.broker_id)
+    return UnregisterBrokerResponse(error_message=None)
 
 
 def unregister_broker(
@@ -316,29 +366,18 @@ def unregister_broker(
     ctx: ControllerContext,
     sessions: BrokerSessions | None = None,
 ) -> ControllerResult[UnregisterBrokerResponse]:
-    """Take the broker out of every ISR and leadership, then drop its registration."""
-    broker = image.broker(request.broker_id)
-    if broker is None:
-        return ControllerResult.answer(
-            UnregisterBrokerResponse(
-                error_code=Errors.BROKER_ID_NOT_REGISTERED,
-                error_message=f"broker {request.broker_id} is not registered",
-            )
-        )
-    records = _removal_changes(image, broker.broker_id, ctx)
-    records.append(UnregisterBrokerRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch))
-    if sessions is not None:
-        sessions.remove(broker.broker_id)
-    return ControllerResult(tuple(records), UnregisterBrokerResponse(error_message=None))
+    """``unregister_broker_steps`` at once (tests, small images)."""
+    steps = unregister_broker_steps(image, request, version, ctx, sessions)
+    return run_to_end(Operation("UnregisterBroker", steps))
 
 
-def fence_stale_brokers(
+def fence_stale_brokers_steps(
     image: MetadataImage, ctx: ControllerContext, sessions: BrokerSessions
-) -> ControllerResult[None]:
+) -> Steps[None]:
     """Fence the longest-silent unfenced broker whose session expired (at most one).
 
-    One per call, as Kafka fences one per event: the next one is judged on an
-    image that already shows the first fenced (leaders moved once, not twice).
+    One per operation, as Kafka fences one per event: the next one is judged on
+    an image that already shows the first fenced (leaders moved once, not twice).
     """
     timeout_ms = ctx.config.broker_session_timeout_ms
     for broker_id in sessions.expired(ctx.now_ms, timeout_ms):
@@ -347,8 +386,16 @@ def fence_stale_brokers(
             continue
         logger.info("fencing broker %d: no heartbeat for %d ms", broker_id, timeout_ms)
         sessions.set_controlled_shutdown_offset(broker_id, None)
-        return ControllerResult(tuple(_fence_records(image, broker, ctx)), None)
-    return ControllerResult((), None)
+        yield from _transition_steps(image, broker, BrokerControlState.FENCED, ctx)
+        return None
+    return None
+
+
+def fence_stale_brokers(
+    image: MetadataImage, ctx: ControllerContext, sessions: BrokerSessions
+) -> ControllerResult[None]:
+    """``fence_stale_brokers_steps`` at once (tests, small images)."""
+    return run_to_end(Operation("FenceBroker", fence_stale_brokers_steps(image, ctx, sessions)))
 
 
 def next_fence_deadline_ms(

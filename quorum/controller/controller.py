@@ -2,23 +2,28 @@
 
 Driven by the task that owns the Raft core (``quorum.node.controller_machine``):
 
-- ``replay_committed`` folds committed records into ``committed``, on every
-  controller. A standby's ``working`` image is its committed image.
+- ``publish`` takes each committed image the metadata log follower publishes
+  (``quorum.node.metadata_follower``), on every controller. A standby's
+  ``working`` image is its committed image.
 - ``activate`` (this node leads and has replayed everything before its epoch)
-  starts every registered broker on a full session and returns the bootstrap
-  records; ``deactivate`` (leadership moved) drops everything uncommitted:
-  ``working`` is the committed image again and the sessions are gone (Kafka's
-  renounce).
-- ``handle`` runs one request's command against ``working`` at the offset its
-  records will get, folds those records into ``working`` and returns them with
-  the response; the caller appends them and answers once they are committed.
-  A standby answers NOT_CONTROLLER.
-- ``tick`` runs the timers (session expiry: one broker per tick; preferred
-  leader rebalance; unclean elections); ``next_deadline_ms`` says when.
+  starts every registered broker on a full session and returns the records a
+  new active controller writes first: the abort of a metadata transaction its
+  predecessor left open, and the bootstrap records. ``deactivate``
+  (leadership moved) drops everything uncommitted: ``working`` is the
+  committed image again and the sessions are gone (Kafka's renounce).
+- ``start`` turns one request into an ``Operation`` (``quorum.controller.
+  operations``): a generator of bounded slices of records, framed as a
+  metadata transaction when they span several slices. The caller steps it,
+  appends each slice and reports it with ``appended``, which folds the records
+  into ``working``; it answers once the response's records are committed and
+  published. ``due_operation`` does the same for the timers (session expiry:
+  one broker per operation; preferred leader rebalance; unclean elections);
+  ``next_deadline_ms`` says when one is due. ``handle`` and ``tick`` run
+  operations to the end at once (tests, tools).
 
 Invariant: ``working`` = ``committed`` + this controller's records not yet
 committed (``_pending`` holds their end offsets). Every record the controller
-returns has already replayed onto ``working``: one that would not is a bug
+appends has already replayed onto ``working``: one that would not is a bug
 here, and stops the process (AssertionError) before it reaches the log.
 """
 
@@ -34,21 +39,29 @@ from quorum.controller.alter_partition import alter_partition
 from quorum.controller.bootstrap import bootstrap_records
 from quorum.controller.broker_sessions import BrokerSessions
 from quorum.controller.cluster_control import (
-    broker_heartbeat,
-    fence_stale_brokers,
+    broker_heartbeat_steps,
+    fence_stale_brokers_steps,
     next_fence_deadline_ms,
-    register_broker,
-    unregister_broker,
+    register_broker_steps,
+    unregister_broker_steps,
 )
 from quorum.controller.config_control import describe_configs, incremental_alter_configs
 from quorum.controller.delta import MetadataReplayError, fold_records
 from quorum.controller.elections import (
     elect_leaders,
-    preferred_leader_changes,
-    unclean_leader_changes,
+    preferred_leader_examiner,
+    unclean_leader_examiner,
 )
 from quorum.controller.error_responses import error_response
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage, Provenance
+from quorum.controller.operations import (
+    Operation,
+    Steps,
+    emit_in_slices,
+    from_result,
+    scan_in_slices,
+)
+from quorum.controller.partition_change import PartitionExaminer
 from quorum.controller.producer_ids_control import allocate_producer_ids
 from quorum.controller.reassignments import (
     alter_partition_reassignments,
@@ -56,7 +69,7 @@ from quorum.controller.reassignments import (
 )
 from quorum.controller.replication_control import (
     create_partitions,
-    create_topics,
+    create_topics_steps,
     delete_topics,
 )
 from quorum.controller.results import ControllerConfig, ControllerContext, ControllerResult
@@ -70,6 +83,7 @@ from quorum.wire.messages.broker_lifecycle import (
 from quorum.wire.messages.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from quorum.wire.messages.create_partitions import CreatePartitionsRequest
 from quorum.wire.messages.elect_leaders import ElectLeadersRequest
+from quorum.wire.messages.metadata_records import AbortTransactionRecord
 from quorum.wire.messages.partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     ListPartitionReassignmentsRequest,
@@ -81,10 +95,10 @@ from quorum.wire.metadata_serde import MetadataRecord
 __all__ = ["QuorumController"]
 
 Command = Callable[[MetadataImage, Any, int, ControllerContext], ControllerResult[Any]]
+SlicedCommand = Callable[[MetadataImage, Any, int, ControllerContext], Steps[Any]]
 
 # commands that read only the image (the broker lifecycle ones also use sessions)
 _IMAGE_COMMANDS: Final[dict[type, Command]] = {
-    CreateTopicsRequest: create_topics,
     DeleteTopicsRequest: delete_topics,
     CreatePartitionsRequest: create_partitions,
     AlterPartitionRequest: alter_partition,
@@ -105,15 +119,16 @@ class QuorumController:
         self.working: MetadataImage = EMPTY_IMAGE
         self.sessions = BrokerSessions()
         self._epoch: int | None = None  # the leader epoch while active
-        self._pending: deque[int] = deque()  # end offsets of uncommitted results
+        self._pending: deque[int] = deque()  # end offsets of uncommitted records
         self._next_rebalance_ms = 0
         self._next_unclean_ms = 0
         sessions = self.sessions
-        self._commands: dict[type, Command] = {
-            **_IMAGE_COMMANDS,
-            BrokerRegistrationRequest: functools.partial(register_broker, sessions=sessions),
-            BrokerHeartbeatRequest: functools.partial(broker_heartbeat, sessions=sessions),
-            UnregisterBrokerRequest: functools.partial(unregister_broker, sessions=sessions),
+        self._commands: dict[type, SlicedCommand] = {
+            **{kind: _in_one_slice(command) for kind, command in _IMAGE_COMMANDS.items()},
+            CreateTopicsRequest: create_topics_steps,
+            BrokerRegistrationRequest: functools.partial(register_broker_steps, sessions=sessions),
+            BrokerHeartbeatRequest: functools.partial(broker_heartbeat_steps, sessions=sessions),
+            UnregisterBrokerRequest: functools.partial(unregister_broker_steps, sessions=sessions),
         }
 
     @property
@@ -127,33 +142,43 @@ class QuorumController:
 
     @property
     def request_types(self) -> frozenset[type]:
-        """The request classes ``handle`` dispatches."""
+        """The request classes ``start`` dispatches."""
         return frozenset(self._commands)
 
     # -- committed state -------------------------------------------------------------------
 
+    def publish(self, image: MetadataImage) -> None:
+        """A newer committed image (everything before its offset, transactions whole)."""
+        self.committed = image
+        if not self.is_active:
+            self.working = image
+            return
+        # the working image already holds our own records: only forget that they were pending
+        while self._pending and self._pending[0] <= image.provenance.offset:
+            self._pending.popleft()
+        if not self._pending:
+            self.working = image
+
     def replay_committed(
         self, records: Sequence[MetadataRecord], end_offset: int, epoch: int
     ) -> None:
-        """Fold committed records (everything before ``end_offset``) into ``committed``."""
-        self.committed = fold_records(self.committed, list(records), Provenance(end_offset, epoch))
-        if not self.is_active:
-            self.working = self.committed
-            return
-        # the working image already holds our own records: only forget that they were pending
-        while self._pending and self._pending[0] <= end_offset:
-            self._pending.popleft()
-        if not self._pending:
-            self.working = self.committed
+        """Fold committed records (everything before ``end_offset``) and publish (tests)."""
+        self.publish(fold_records(self.committed, list(records), Provenance(end_offset, epoch)))
 
     def load_snapshot(self, image: MetadataImage) -> None:
         assert not self.is_active, "the active controller never loads a snapshot"
-        self.committed = self.working = image
+        self.publish(image)
 
     # -- leadership ------------------------------------------------------------------------
 
-    def activate(self, now_ms: int, *, next_offset: int, epoch: int) -> ControllerResult[None]:
-        """Become the active controller at ``next_offset`` in ``epoch``."""
+    def activate(
+        self, now_ms: int, *, next_offset: int, epoch: int, open_transaction: int | None = None
+    ) -> ControllerResult[None]:
+        """Become the active controller at ``next_offset`` in ``epoch``.
+
+        ``open_transaction``: the offset of a BeginTransactionRecord whose end
+        never came (the leader that wrote it lost its leadership): aborted first.
+        """
         assert not self.is_active, f"activated twice (active in epoch {self._epoch})"
         self._epoch = epoch
         self.working = self.committed
@@ -162,8 +187,15 @@ class QuorumController:
         self.sessions.reset(self.committed.brokers, now_ms)
         self._next_rebalance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
         self._next_unclean_ms = now_ms + self.config.unclean_leader_election_check_interval_ms
-        records = bootstrap_records(self.working, self._context(now_ms, next_offset))
-        self._apply(records, next_offset)
+        records: list[MetadataRecord] = []
+        if open_transaction is not None:
+            reason = (
+                f"the active controller of an earlier epoch began it at offset "
+                f"{open_transaction} and lost its leadership before the end"
+            )
+            records.append(AbortTransactionRecord(reason=reason))
+        records += bootstrap_records(self.working, self._context(now_ms, next_offset))
+        self.appended(records, next_offset + len(records))
         return ControllerResult(tuple(records), None)
 
     def deactivate(self) -> None:
@@ -175,33 +207,117 @@ class QuorumController:
 
     # -- requests and timers -----------------------------------------------------------------
 
-    def handle(
-        self, request: Any, version: int, *, now_ms: int, next_offset: int
-    ) -> ControllerResult[Any]:
-        """Run ``request``'s command; its records will be appended at ``next_offset``."""
+    def start(
+        self,
+        request: Any,
+        version: int,
+        *,
+        now_ms: int,
+        next_offset: int,
+        next_append_offset: Callable[[], int] | None = None,
+    ) -> Operation[Any]:
+        """``request``'s command as an operation; its first record lands at ``next_offset``."""
+        name = type(request).__name__.removesuffix("Request")
         if not self.is_active:
             text = f"node {self.config.node_id} is not the active controller"
-            return ControllerResult.answer(error_response(request, Errors.NOT_CONTROLLER, text))
+            response = error_response(request, Errors.NOT_CONTROLLER, text)
+            return Operation(name, from_result(lambda: ControllerResult.answer(response)))
         command = self._commands.get(type(request))
         if command is None:
             raise TypeError(f"{type(request).__name__} is not a controller request")
-        result = command(self.working, request, version, self._context(now_ms, next_offset))
-        self._apply(result.records, next_offset)
-        return result
+        ctx = self._context(now_ms, next_offset, next_append_offset)
+        return Operation(name, command(self.working, request, version, ctx))
+
+    def heartbeat_arrived(self, request: BrokerHeartbeatRequest, now_ms: int) -> None:
+        """A heartbeat queued behind a long operation still keeps its broker's session alive."""
+        broker = self.working.broker(request.broker_id)
+        if self.is_active and broker is not None and broker.epoch == request.broker_epoch:
+            self.sessions.touch(broker.broker_id, now_ms, request.current_metadata_offset)
+
+    def due_operation(
+        self, now_ms: int, *, next_offset: int, next_append_offset: Callable[[], int] | None = None
+    ) -> Operation[None] | None:
+        """The timer work due at ``now_ms``, one operation at a time (None: nothing due)."""
+        assert self.is_active, "timers run only on the active controller"
+        config = self.config
+        ctx = self._context(now_ms, next_offset, next_append_offset)
+        image, sessions = self.working, self.sessions
+        stale = [b for b in sessions.expired(now_ms, config.broker_session_timeout_ms)
+                 if (broker := image.broker(b)) is not None and not broker.fenced]
+        if stale:
+            return Operation("FenceBroker", fence_stale_brokers_steps(image, ctx, sessions))
+        if config.auto_leader_rebalance_enable and now_ms >= self._next_rebalance_ms:
+            self._next_rebalance_ms = now_ms + config.leader_imbalance_check_interval_ms
+            return Operation("PreferredLeaderRebalance", _scan_steps(
+                image, preferred_leader_examiner(image)
+            ))
+        if now_ms >= self._next_unclean_ms:
+            self._next_unclean_ms = now_ms + config.unclean_leader_election_check_interval_ms
+            examine = unclean_leader_examiner(
+                image, unclean_default=config.unclean_leader_election_enable
+            )
+            return Operation("UncleanLeaderElection", _scan_steps(image, examine))
+        return None
+
+    def appended(self, records: Sequence[MetadataRecord], end_offset: int) -> None:
+        """An operation's records were appended, ending before ``end_offset``: fold them."""
+        if not records:
+            return
+        assert self._epoch is not None, "only the active controller appends"
+        start = end_offset - len(records)
+        assert start >= self.working.provenance.offset, (
+            f"records for offset {start} behind the working image "
+            f"({self.working.provenance.offset})"
+        )
+        try:
+            self.working = fold_records(
+                self.working, list(records), Provenance(end_offset, self._epoch)
+            )
+        except MetadataReplayError as exc:
+            raise AssertionError(f"the controller wrote records that do not replay: {exc}") from exc
+        self._pending.append(end_offset)
+
+    def handle(
+        self, request: Any, version: int, *, now_ms: int, next_offset: int
+    ) -> ControllerResult[Any]:
+        """``start`` run to the end at once: every record (markers included) and the response."""
+        return self._run(lambda append: self.start(
+            request, version, now_ms=now_ms, next_offset=next_offset, next_append_offset=append
+        ), next_offset)
 
     def tick(self, now_ms: int, *, next_offset: int) -> ControllerResult[None]:
-        """Whatever the timers ask for at ``now_ms`` (often nothing)."""
+        """Every timer operation due at ``now_ms`` run to the end (often nothing)."""
         assert self.is_active, "timers run only on the active controller"
         records: list[MetadataRecord] = []
-        for step in (self._fence_step, self._rebalance_step, self._unclean_step):
+        for _ in range(3):  # each timer at most once
             offset = next_offset + len(records)
-            produced = step(self._context(now_ms, offset))
-            self._apply(produced, offset)
-            records.extend(produced)
+
+            def due(append: Callable[[], int], offset: int = offset) -> Operation[None] | None:
+                return self.due_operation(now_ms, next_offset=offset, next_append_offset=append)
+
+            records += self._run(due, offset).records
         return ControllerResult(tuple(records), None)
 
+    def _run(
+        self, start: Callable[[Callable[[], int]], Operation[Any] | None], next_offset: int
+    ) -> ControllerResult[Any]:
+        records: list[MetadataRecord] = []
+
+        def append_offset() -> int:
+            return next_offset + len(records)
+
+        operation = start(append_offset)
+        if operation is None:
+            return ControllerResult((), None)
+        while not operation.done:
+            written = operation.step()
+            records += written
+            if self.is_active:
+                self.appended(written, append_offset())
+        return ControllerResult(tuple(records), operation.response)
+
     def next_deadline_ms(self) -> int | None:
-        """When ``tick`` has work next (None: standby)."""
+        """When ``due_operation`` has work next (None: standby)."""
         if not self.is_active:
             return None
         config = self.config
@@ -217,43 +333,26 @@ class QuorumController:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _context(self, now_ms: int, next_offset: int) -> ControllerContext:
+    def _context(
+        self, now_ms: int, next_offset: int, next_append_offset: Callable[[], int] | None = None
+    ) -> ControllerContext:
         return ControllerContext(
-            config=self.config, now_ms=now_ms, next_offset=next_offset, rng=self._rng
+            config=self.config, now_ms=now_ms, next_offset=next_offset, rng=self._rng,
+            next_append_offset=next_append_offset,
         )
 
-    def _apply(self, records: Sequence[MetadataRecord], next_offset: int) -> None:
-        if not records:
-            return
-        assert self._epoch is not None
-        assert next_offset >= self.working.provenance.offset, (
-            f"records for offset {next_offset} behind the working image "
-            f"({self.working.provenance.offset})"
-        )
-        end = next_offset + len(records)
-        try:
-            self.working = fold_records(self.working, list(records), Provenance(end, self._epoch))
-        except MetadataReplayError as exc:
-            raise AssertionError(f"the controller wrote records that do not replay: {exc}") from exc
-        self._pending.append(end)
 
-    def _fence_step(self, ctx: ControllerContext) -> list[MetadataRecord]:
-        return list(fence_stale_brokers(self.working, ctx, self.sessions).records)
+def _in_one_slice(command: Command) -> SlicedCommand:
+    """A command small by nature (bounded by its request) as one slice."""
 
-    def _rebalance_step(self, ctx: ControllerContext) -> list[MetadataRecord]:
-        config = self.config
-        if not config.auto_leader_rebalance_enable or ctx.now_ms < self._next_rebalance_ms:
-            return []
-        self._next_rebalance_ms = ctx.now_ms + config.leader_imbalance_check_interval_ms
-        return list(preferred_leader_changes(self.working))
+    def steps(image: MetadataImage, request: Any, version: int, ctx: ControllerContext) -> Steps[Any]:
+        return from_result(lambda: command(image, request, version, ctx))
 
-    def _unclean_step(self, ctx: ControllerContext) -> list[MetadataRecord]:
-        config = self.config
-        if ctx.now_ms < self._next_unclean_ms:
-            return []
-        self._next_unclean_ms = ctx.now_ms + config.unclean_leader_election_check_interval_ms
-        return list(
-            unclean_leader_changes(
-                self.working, unclean_default=config.unclean_leader_election_enable
-            )
-        )
+    return steps
+
+
+def _scan_steps(image: MetadataImage, examine: PartitionExaminer) -> Steps[None]:
+    """Examine every partition in slices, then write what was found."""
+    found = yield from scan_in_slices(image.iter_partitions(), examine)
+    yield from emit_in_slices(found)
+    return None

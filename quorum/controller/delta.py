@@ -31,8 +31,11 @@ from quorum.controller.image import (
     TopicImage,
 )
 from quorum.wire.messages.metadata_records import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
+    EndTransactionRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
     NoOpRecord,
@@ -273,6 +276,18 @@ class MetadataDelta:
     def _replay_no_op(self, r: NoOpRecord | PykraftPayloadRecord) -> None:
         pass  # written to advance the high watermark; changes nothing
 
+    def _replay_transaction_marker(
+        self, r: BeginTransactionRecord | EndTransactionRecord | AbortTransactionRecord
+    ) -> None:
+        # what a transaction's markers mean (publish all or nothing) is the log follower's
+        # business (quorum.node.metadata_follower); folded into one delta they change nothing
+        pass
+
+    @property
+    def changed_topic_ids(self) -> set[uuid.UUID]:
+        """Topics this delta created, removed or changed a partition of."""
+        return set(self._topics)
+
     @property
     def next_producer_id(self) -> int:
         if self._next_producer_id is not None:
@@ -345,4 +360,7 @@ _REPLAY: Final[dict[type, Callable[[MetadataDelta, Any], None]]] = {
     ProducerIdsRecord: MetadataDelta._replay_producer_ids,
     NoOpRecord: MetadataDelta._replay_no_op,
     PykraftPayloadRecord: MetadataDelta._replay_no_op,  # test and bench payloads
+    BeginTransactionRecord: MetadataDelta._replay_transaction_marker,
+    EndTransactionRecord: MetadataDelta._replay_transaction_marker,
+    AbortTransactionRecord: MetadataDelta._replay_transaction_marker,
 }

@@ -22,7 +22,13 @@ from typing import Final
 
 from quorum.controller.delta import merge_partition_change
 from quorum.controller.image import MetadataImage, PartitionRegistration, TopicPartition
-from quorum.controller.partition_change import Election, build_partition_change
+from quorum.controller.partition_change import (
+    Election,
+    PartitionEntry,
+    PartitionExaminer,
+    build_partition_change,
+    examine_all,
+)
 from quorum.controller.results import ControllerContext, ControllerResult
 from quorum.controller.topic_configs import unclean_election_enabled
 from quorum.wire.error_codes import Errors
@@ -39,7 +45,9 @@ __all__ = [
     "elect_leaders",
     "offline_partitions",
     "preferred_leader_changes",
+    "preferred_leader_examiner",
     "unclean_leader_changes",
+    "unclean_leader_examiner",
 ]
 
 ELECTION_TYPES: Final = {0: Election.PREFERRED, 1: Election.UNCLEAN}
@@ -124,44 +132,54 @@ def elect_leaders(
     return ControllerResult(tuple(records), response)
 
 
-def preferred_leader_changes(image: MetadataImage) -> list[PartitionChangeRecord]:
-    """auto.leader.rebalance: move leadership back to the preferred replica
-    wherever it is active and in the ISR but does not lead."""
+def preferred_leader_examiner(image: MetadataImage) -> PartitionExaminer:
+    """auto.leader.rebalance for one partition: move leadership back to the preferred
+    replica where it is active and in the ISR but does not lead."""
     acceptable = _active_in(image)
-    records = []
-    for topic, index, partition in image.iter_partitions():
+
+    def examine(entry: PartitionEntry) -> PartitionChangeRecord | None:
+        topic, index, partition = entry
         preferred = partition.preferred_leader
         if partition.leader == preferred or preferred not in partition.isr:
-            continue
+            return None
         if not acceptable(preferred):
-            continue
-        record = build_partition_change(
+            return None
+        return build_partition_change(
             partition, topic_id=topic.topic_id, partition_id=index,
             acceptable=acceptable, election=Election.PREFERRED,
         )
-        if record is not None:
-            records.append(record)
-    return records
+
+    return examine
+
+
+def preferred_leader_changes(image: MetadataImage) -> list[PartitionChangeRecord]:
+    return examine_all(image, preferred_leader_examiner(image))
+
+
+def unclean_leader_examiner(
+    image: MetadataImage, *, unclean_default: bool = False
+) -> PartitionExaminer:
+    """A leader for one leaderless partition of a topic whose effective
+    unclean.leader.election.enable is true (topic config, then the cluster-wide
+    dynamic broker config, then ``unclean_default`` = the static setting)."""
+    acceptable = _active_in(image)
+
+    def examine(entry: PartitionEntry) -> PartitionChangeRecord | None:
+        topic, index, partition = entry
+        if partition.has_leader or not unclean_election_enabled(image, topic.name, unclean_default):
+            return None
+        return build_partition_change(
+            partition, topic_id=topic.topic_id, partition_id=index,
+            acceptable=acceptable, election=Election.UNCLEAN,
+        )
+
+    return examine
 
 
 def unclean_leader_changes(
     image: MetadataImage, *, unclean_default: bool = False
 ) -> list[PartitionChangeRecord]:
-    """Leaders for leaderless partitions of topics whose effective
-    unclean.leader.election.enable is true (topic config, then the cluster-wide
-    dynamic broker config, then ``unclean_default`` = the static setting)."""
-    acceptable = _active_in(image)
-    records = []
-    for topic, index, partition in image.iter_partitions():
-        if partition.has_leader or not unclean_election_enabled(image, topic.name, unclean_default):
-            continue
-        record = build_partition_change(
-            partition, topic_id=topic.topic_id, partition_id=index,
-            acceptable=acceptable, election=Election.UNCLEAN,
-        )
-        if record is not None:
-            records.append(record)
-    return records
+    return examine_all(image, unclean_leader_examiner(image, unclean_default=unclean_default))
 
 
 def offline_partitions(image: MetadataImage) -> list[TopicPartition]:

@@ -26,6 +26,7 @@ __all__ = [
     "READ_CHUNK_BYTES",
     "CommittedRecords",
     "LogBatch",
+    "LogBatchCursor",
     "MetadataLogError",
     "iter_log_batches",
     "iter_log_records",
@@ -107,6 +108,69 @@ def iter_log_batches(
             max_timestamp=header.max_timestamp,
         )
         pos += length
+
+
+class LogBatchCursor:
+    """The log's batches from ``position`` on, decoded one at a time.
+
+    Reads ``READ_CHUNK_BYTES`` at a time and keeps what it has not handed out
+    yet, so a caller that takes a few batches per slice does not read the
+    same bytes again. Only committed batches are asked for (``end``), and
+    committed batches never change, so the bytes kept stay valid.
+    """
+
+    def __init__(self, log: ReplicatedLog, position: int) -> None:
+        self._log = log
+        self.position = position  # the offset of the next batch handed out
+        self._buffer: bytes | memoryview = b""
+        self._pos = 0
+
+    def next_record_count(self, end: int) -> int | None:
+        """How many offsets the batch at ``position`` holds, from its header (None: no
+        committed batch there yet); nothing is decoded."""
+        if self.position >= end:
+            return None
+        if self._buffered_size() is None:
+            self._refill()
+        if self._buffered_size() is None:
+            return None
+        header = BatchHeader.parse(self._buffer, self._pos)
+        if header.next_offset > end:
+            return None
+        return header.next_offset - max(header.base_offset, self.position)
+
+    def next_batch(self, end: int) -> LogBatch | None:
+        """The batch at ``position`` if it ends at or before ``end``; None otherwise."""
+        if self.position >= end:
+            return None
+        if self._buffered_size() is None:
+            self._refill()
+        size = self._buffered_size()
+        if size is None:
+            raise MetadataLogError(
+                f"the metadata log has no batch at offset {self.position} "
+                f"(log end offset {self._log.log_end_offset}); records up to {end} were asked for"
+            )
+        batch = next(iter_log_batches(memoryview(self._buffer)[self._pos : self._pos + size]))
+        if batch.base_offset != self.position and batch.next_offset <= self.position:
+            # the read started at the batch holding ``position``: skip to it
+            self._pos += size
+            return self.next_batch(end)
+        if batch.next_offset > end:
+            return None  # committed only in part: wait for the rest
+        self._pos += size
+        self.position = batch.next_offset
+        return batch
+
+    def _buffered_size(self) -> int | None:
+        size = batch_size_at(self._buffer, self._pos)
+        if size is None or self._pos + size > len(self._buffer):
+            return None
+        return size
+
+    def _refill(self) -> None:
+        result = self._log.read(self.position, READ_CHUNK_BYTES)
+        self._buffer, self._pos = result.records, 0
 
 
 def iter_log_records(data: bytes | memoryview) -> Iterator[tuple[int, int, MetadataRecord]]:

@@ -35,16 +35,22 @@ from quorum.controller.image import (
     LeaderRecoveryState,
     MetadataImage,
     PartitionRegistration,
+    TopicImage,
 )
 from quorum.controller.topic_configs import unclean_election_enabled
 from quorum.wire.messages.metadata_records import PartitionChangeRecord
 
 __all__ = [
     "Election",
+    "PartitionEntry",
+    "PartitionExaminer",
+    "broker_removal_examiner",
+    "broker_unfence_examiner",
     "build_partition_change",
     "changes_for_broker_removal",
     "changes_for_broker_unfence",
     "complete_reassignment",
+    "examine_all",
     "is_no_op",
 ]
 
@@ -179,10 +185,15 @@ def _election_for(image: MetadataImage, topic: str, unclean_default: bool) -> El
     return Election.ONLINE
 
 
-def changes_for_broker_removal(
+PartitionEntry = tuple[TopicImage, int, PartitionRegistration]
+# one partition examined -> its change record, if it needs one (sliced scans use these)
+PartitionExaminer = Callable[[PartitionEntry], PartitionChangeRecord | None]
+
+
+def broker_removal_examiner(
     image: MetadataImage, broker_id: int, *, unclean_default: bool = False
-) -> list[PartitionChangeRecord]:
-    """Records that take ``broker_id`` out of every ISR and leadership.
+) -> PartitionExaminer:
+    """The change that takes ``broker_id`` out of one partition's ISR and leadership.
 
     For a broker being fenced, entering controlled shutdown or unregistering
     (the image may or may not show that yet). Each partition it leads gets the
@@ -196,11 +207,11 @@ def changes_for_broker_removal(
         broker = image.broker(replica)
         return replica != broker_id and broker is not None and broker.is_active
 
-    records: list[PartitionChangeRecord] = []
-    for topic, index, partition in image.iter_partitions():
+    def examine(entry: PartitionEntry) -> PartitionChangeRecord | None:
+        topic, index, partition = entry
         if broker_id not in partition.isr:
-            continue
-        record = build_partition_change(
+            return None
+        return build_partition_change(
             partition,
             topic_id=topic.topic_id,
             partition_id=index,
@@ -208,15 +219,14 @@ def changes_for_broker_removal(
             election=_election_for(image, topic.name, unclean_default),
             isr=[r for r in partition.isr if r != broker_id],
         )
-        if record is not None:
-            records.append(record)
-    return records
+
+    return examine
 
 
-def changes_for_broker_unfence(
+def broker_unfence_examiner(
     image: MetadataImage, broker_id: int, *, unclean_default: bool = False
-) -> list[PartitionChangeRecord]:
-    """Records that give leaderless partitions a leader once ``broker_id`` is active.
+) -> PartitionExaminer:
+    """The change that gives one leaderless partition a leader once ``broker_id`` is active.
 
     Kafka runs the election over every leaderless partition with the unfenced
     broker acceptable: usually it becomes the leader where it is in the ISR.
@@ -226,17 +236,39 @@ def changes_for_broker_unfence(
         broker = image.broker(replica)
         return replica == broker_id or (broker is not None and broker.is_active)
 
-    records: list[PartitionChangeRecord] = []
-    for topic, index, partition in image.iter_partitions():
+    def examine(entry: PartitionEntry) -> PartitionChangeRecord | None:
+        topic, index, partition = entry
         if partition.has_leader:
-            continue
-        record = build_partition_change(
+            return None
+        return build_partition_change(
             partition,
             topic_id=topic.topic_id,
             partition_id=index,
             acceptable=acceptable,
             election=_election_for(image, topic.name, unclean_default),
         )
-        if record is not None:
-            records.append(record)
-    return records
+
+    return examine
+
+
+def examine_all(image: MetadataImage, examine: PartitionExaminer) -> list[PartitionChangeRecord]:
+    """Every partition of ``image`` examined at once (small images, tests)."""
+    return [r for entry in image.iter_partitions() if (r := examine(entry)) is not None]
+
+
+def changes_for_broker_removal(
+    image: MetadataImage, broker_id: int, *, unclean_default: bool = False
+) -> list[PartitionChangeRecord]:
+    """Every record ``broker_removal_examiner`` finds in ``image``."""
+    return examine_all(
+        image, broker_removal_examiner(image, broker_id, unclean_default=unclean_default)
+    )
+
+
+def changes_for_broker_unfence(
+    image: MetadataImage, broker_id: int, *, unclean_default: bool = False
+) -> list[PartitionChangeRecord]:
+    """Every record ``broker_unfence_examiner`` finds in ``image``."""
+    return examine_all(
+        image, broker_unfence_examiner(image, broker_id, unclean_default=unclean_default)
+    )

@@ -41,8 +41,9 @@ A first replica is always unfenced: leaders cycle over the unfenced positions.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -54,6 +55,7 @@ __all__ = [
     "check_racks",
     "place_partitions",
     "placement_for_new_partitions",
+    "placement_of",
     "rack_alternated",
 ]
 
@@ -84,12 +86,26 @@ def place_partitions(
     start_shift: int = 0,
 ) -> list[tuple[int, ...]]:
     """Replica lists (broker ids, first = preferred leader) for partitions 0..count-1."""
+    place = placement_of(
+        brokers, partition_count=partition_count, replication_factor=replication_factor,
+        start_index=start_index, start_shift=start_shift,
+    )
+    return [place(p) for p in range(partition_count)]
+
+
+def placement_of(
+    brokers: Iterable[UsableBroker],
+    *,
+    partition_count: int,
+    replication_factor: int,
+    start_index: int = 0,
+    start_shift: int = 0,
+) -> Callable[[int], tuple[int, ...]]:
+    """``place_partitions`` one partition at a time: every check up front, then
+    partition -> replica list on demand (a 100,000-partition topic in slices)."""
     _check_counts(partition_count, replication_factor)
     ring = _Ring.build(list(brokers), replication_factor)
-    return [
-        ring.replicas(p, start_index=start_index, start_shift=start_shift)
-        for p in range(partition_count)
-    ]
+    return functools.partial(ring.replicas, start_index=start_index, start_shift=start_shift)
 
 
 def placement_for_new_partitions(

@@ -10,14 +10,14 @@ than the number of active brokers is refused (INVALID_REPLICATION_FACTOR).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from quorum.controller.image import LeaderRecoveryState, MetadataImage
 from quorum.controller.placement import (
     PlacementError,
     UsableBroker,
-    place_partitions,
     placement_for_new_partitions,
+    placement_of,
 )
 from quorum.controller.rejections import Rejected
 from quorum.controller.results import ControllerContext
@@ -27,8 +27,10 @@ from quorum.wire.messages.metadata_records import PartitionRecord
 __all__ = [
     "active_replicas",
     "assignment_problem",
+    "partition_record",
     "partition_records",
     "place_on_active_brokers",
+    "placement_on_active_brokers",
 ]
 
 
@@ -73,6 +75,19 @@ def place_on_active_brokers(
     existing ones' leader round-robin; a new topic starts at a random broker
     and shift (ctx.rng), as Kafka's placer does, so topics spread their leaders.
     """
+    first = len(existing)
+    place = placement_on_active_brokers(image, count, replication_factor, ctx, existing)
+    return [place(p) for p in range(first, first + count)]
+
+
+def placement_on_active_brokers(
+    image: MetadataImage,
+    count: int,
+    replication_factor: int,
+    ctx: ControllerContext,
+    existing: Sequence[tuple[int, ...]] = (),
+) -> Callable[[int], tuple[int, ...]]:
+    """``place_on_active_brokers`` one partition at a time (every check up front)."""
     brokers = [
         UsableBroker(id=b.broker_id, rack=b.rack, fenced=False)
         for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)
@@ -88,11 +103,13 @@ def place_on_active_brokers(
     start_index, start_shift = ctx.rng.randrange(width), ctx.rng.randrange(width)
     try:
         if existing:
-            return placement_for_new_partitions(
+            placed = placement_for_new_partitions(
                 brokers, existing, count=count, replication_factor=replication_factor,
                 start_shift=start_shift,
             )
-        return place_partitions(
+            first = len(existing)
+            return lambda p: placed[p - first]
+        return placement_of(
             brokers, partition_count=count, replication_factor=replication_factor,
             start_index=start_index, start_shift=start_shift,
         )
@@ -102,16 +119,23 @@ def place_on_active_brokers(
         ) from None
 
 
+def partition_record(
+    image: MetadataImage, topic_id: uuid.UUID, index: int, replicas: tuple[int, ...]
+) -> PartitionRecord:
+    """A new partition: its active replicas are the ISR, the first of them leads."""
+    isr = active_replicas(image, replicas)
+    assert isr, "callers reject assignments without an active replica"
+    return PartitionRecord(
+        partition_id=index, topic_id=topic_id, replicas=replicas, isr=isr,
+        leader=isr[0], leader_recovery_state=LeaderRecoveryState.RECOVERED,
+        leader_epoch=0, partition_epoch=0,
+    )
+
+
 def partition_records(
     image: MetadataImage, topic_id: uuid.UUID, first: int, assignments: list[tuple[int, ...]]
 ) -> list[PartitionRecord]:
-    records = []
-    for offset, replicas in enumerate(assignments):
-        isr = active_replicas(image, replicas)
-        assert isr, "callers reject assignments without an active replica"
-        records.append(PartitionRecord(
-            partition_id=first + offset, topic_id=topic_id, replicas=replicas, isr=isr,
-            leader=isr[0], leader_recovery_state=LeaderRecoveryState.RECOVERED,
-            leader_epoch=0, partition_epoch=0,
-        ))
-    return records
+    return [
+        partition_record(image, topic_id, first + offset, replicas)
+        for offset, replicas in enumerate(assignments)
+    ]

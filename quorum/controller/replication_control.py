@@ -17,21 +17,26 @@ acknowledges writes held by a single replica; see topic_configs.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 
 from quorum.controller.image import ConfigResourceType, MetadataImage
+from quorum.controller.operations import Operation, Slice, Steps, run_to_end
 from quorum.controller.rejections import Rejected
 from quorum.controller.replica_assignment import (
     active_replicas,
     assignment_problem,
+    partition_record,
     partition_records,
     place_on_active_brokers,
+    placement_on_active_brokers,
 )
 from quorum.controller.results import ControllerContext, ControllerResult
+from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.controller.topic_configs import (
     CLUSTER_DEFAULT,
     MIN_INSYNC_REPLICAS,
@@ -75,6 +80,7 @@ from quorum.wire.uuids import METADATA_TOPIC_ID, ZERO_UUID, uuid_to_str
 __all__ = [
     "create_partitions",
     "create_topics",
+    "create_topics_steps",
     "delete_topics",
 ]
 
@@ -172,11 +178,13 @@ def _manual_assignments(
     return [by_index[i] for i in range(len(by_index))]
 
 
-def _assignments(
+def _placement(
     batch: _Batch, topic: CreateTopicsRequestTopic, ctx: ControllerContext
-) -> list[tuple[int, ...]]:
+) -> tuple[int, int, Callable[[int], tuple[int, ...]]]:
+    """(partition count, replication factor, partition -> replicas) for a new topic."""
     if topic.assignments:
-        return _manual_assignments(batch.image, topic)
+        manual = _manual_assignments(batch.image, topic)
+        return len(manual), len(manual[0]), manual.__getitem__
     if topic.replication_factor < -1 or topic.replication_factor == 0:
         raise Rejected(
             Errors.INVALID_REPLICATION_FACTOR,
@@ -191,7 +199,7 @@ def _assignments(
     factor = topic.replication_factor
     if factor == -1:
         factor = ctx.config.default_replication_factor
-    return place_on_active_brokers(batch.image, count, factor, ctx)
+    return count, factor, placement_on_active_brokers(batch.image, count, factor, ctx)
 
 
 def _with_min_insync(
@@ -209,15 +217,41 @@ def _with_min_insync(
     return configs if explicit else {**configs, MIN_INSYNC_REPLICAS: str(majority(factor))}
 
 
-def _create_topic(
+@attrs.frozen
+class _TopicPlan:
+    """A checked topic: its records are generated on demand (``records``)."""
+
+    image: MetadataImage
+    name: str
+    topic_id: uuid.UUID
+    configs: Mapping[str, str]
+    partition_count: int
+    replicas_of: Callable[[int], tuple[int, ...]]
+
+    @property
+    def record_count(self) -> int:
+        return 1 + len(self.configs) + self.partition_count
+
+    def records(self) -> Iterator[MetadataRecord]:
+        name, topic_id = self.name, self.topic_id
+        yield TopicRecord(name=name, topic_id=topic_id)
+        for key, value in sorted(self.configs.items()):
+            yield ConfigRecord(
+                resource_type=ConfigResourceType.TOPIC, resource_name=name, name=key, value=value
+            )
+        for index in range(self.partition_count):
+            yield partition_record(self.image, topic_id, index, self.replicas_of(index))
+
+
+def _plan_topic(
     batch: _Batch, topic: CreateTopicsRequestTopic, version: int, ctx: ControllerContext
-) -> tuple[list[MetadataRecord], CreateTopicsResponseTopic]:
+) -> tuple[_TopicPlan, CreateTopicsResponseTopic]:
+    """Every check of one topic (cheap: placement is computed later, per partition)."""
     image, name = batch.image, topic.name
     _check_name(batch, name)
     configs = _requested_configs(topic)
-    assignments = _assignments(batch, topic, ctx)
-    factor = len(assignments[0])
-    if any(not active_replicas(image, r) for r in assignments):
+    count, factor, replicas_of = _placement(batch, topic, ctx)
+    if topic.assignments and any(not active_replicas(image, replicas_of(i)) for i in range(count)):
         raise Rejected(
             Errors.INVALID_REPLICATION_FACTOR,
             f"Unable to replicate the partition {factor} time(s): all brokers are "
@@ -229,21 +263,16 @@ def _create_topic(
     configs = _with_min_insync(image, configs, factor, ctx)
     topic_id = batch.new_topic_id(ctx)
     batch.names.add(name)
-    records: list[MetadataRecord] = [TopicRecord(name=name, topic_id=topic_id)]
-    records += [
-        ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=name, name=k, value=v)
-        for k, v in sorted(configs.items())
-    ]
-    records += partition_records(image, topic_id, 0, assignments)
+    plan = _TopicPlan(image, name, topic_id, configs, count, replicas_of)
     result = CreateTopicsResponseTopic(name=name, error_code=Errors.NONE, error_message=None)
     if version >= 5:
         result = attrs.evolve(
             result,
-            num_partitions=len(assignments),
+            num_partitions=count,
             replication_factor=factor,
             configs=_response_configs(image, configs, factor, ctx),
         )
-    return records, result
+    return plan, result
 
 
 def _response_configs(
@@ -258,12 +287,18 @@ def _response_configs(
     )
 
 
-def create_topics(
+def create_topics_steps(
     image: MetadataImage, request: CreateTopicsRequest, version: int, ctx: ControllerContext
-) -> ControllerResult[CreateTopicsResponse]:
+) -> Steps[CreateTopicsResponse]:
+    """Check every topic, then write the created ones' records in bounded slices.
+
+    More than one slice of records goes out as one metadata transaction
+    (``quorum.controller.operations``): all the topics of the request appear
+    together or not at all.
+    """
     counts = Counter(t.name for t in request.topics)
     batch = _Batch(image)
-    records: list[MetadataRecord] = []
+    plans: list[_TopicPlan] = []
     results: dict[str, CreateTopicsResponseTopic] = {}
     for topic in request.topics:
         if topic.name in results:
@@ -272,13 +307,28 @@ def create_topics(
             results[topic.name] = _topic_error(topic.name, Errors.INVALID_REQUEST, DUPLICATE_NAME)
             continue
         try:
-            created, results[topic.name] = _create_topic(batch, topic, version, ctx)
+            plan, results[topic.name] = _plan_topic(batch, topic, version, ctx)
         except Rejected as rejected:
             results[topic.name] = _topic_error(topic.name, rejected.error, rejected.message)
             continue
-        records += created
+        plans.append(plan)
     response = CreateTopicsResponse(topics=tuple(results.values()))
-    return ControllerResult(() if request.validate_only else tuple(records), response)
+    if request.validate_only or not plans:
+        return response
+    total = sum(plan.record_count for plan in plans)
+    records = itertools.chain.from_iterable(plan.records() for plan in plans)
+    written = 0
+    while chunk := list(itertools.islice(records, MAX_UNITS_PER_SLICE)):
+        written += len(chunk)
+        yield Slice(chunk, more=written < total)
+    return response
+
+
+def create_topics(
+    image: MetadataImage, request: CreateTopicsRequest, version: int, ctx: ControllerContext
+) -> ControllerResult[CreateTopicsResponse]:
+    """``create_topics_steps`` at once (tests, tools)."""
+    return run_to_end(Operation("CreateTopics", create_topics_steps(image, request, version, ctx)))
 
 
 def _topic_error(name: str, error: Errors, message: str) -> CreateTopicsResponseTopic:

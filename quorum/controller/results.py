@@ -9,6 +9,7 @@ never changes state itself: the records do, when replayed.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Final, Generic, TypeVar
 
 import attrs
@@ -61,6 +62,13 @@ class ControllerContext:
     # (broker epochs are offsets of RegisterBrokerRecords)
     next_offset: int
     rng: random.Random = attrs.field(eq=False)
+    # where the next record will land now: a command in several slices (maybe with
+    # other appends between them) asks when it emits; None: ``next_offset`` holds
+    next_append_offset: Callable[[], int] | None = attrs.field(default=None, eq=False)
+
+    def append_offset(self) -> int:
+        """The offset the next record appended now will get."""
+        return self.next_offset if self.next_append_offset is None else self.next_append_offset()
 
 
 @attrs.frozen

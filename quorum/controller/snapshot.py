@@ -19,7 +19,7 @@ wall clock, so two nodes that snapshot the same image write the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Final
 
 from quorum.controller.delta import MetadataDelta, MetadataReplayError
@@ -51,8 +51,11 @@ __all__ = [
     "MAX_RECORDS_PER_BATCH",
     "SNAPSHOT_FOOTER_VERSION",
     "SNAPSHOT_HEADER_VERSION",
+    "SnapshotBuilder",
     "SnapshotFormatError",
+    "SnapshotReader",
     "image_records",
+    "iter_image_records",
     "read_snapshot",
     "read_snapshot_records",
     "write_snapshot",
@@ -74,13 +77,16 @@ class SnapshotFormatError(Exception):
 
 def image_records(image: MetadataImage) -> list[MetadataRecord]:
     """The records that rebuild ``image`` from the empty image, in canonical order."""
-    return [
-        *_feature_records(image),
-        *_broker_records(image),
-        *_producer_id_records(image),
-        *_topic_records(image),
-        *_config_records(image),
-    ]
+    return list(iter_image_records(image))
+
+
+def iter_image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
+    """``image_records`` one at a time: a caller may stop between any two (slices)."""
+    yield from _feature_records(image)
+    yield from _broker_records(image)
+    yield from _producer_id_records(image)
+    yield from _topic_records(image)
+    yield from _config_records(image)
 
 
 def _feature_records(image: MetadataImage) -> Iterator[MetadataRecord]:
@@ -158,19 +164,89 @@ def _config_records(image: MetadataImage) -> Iterator[MetadataRecord]:
 # -- writing ------------------------------------------------------------------------------
 
 
-def _data_batches(values: Sequence[bytes], max_records: int, max_bytes: int) -> list[list[bytes]]:
-    batches: list[list[bytes]] = []
-    current: list[bytes] = []
-    size = 0
-    for value in values:
-        if current and (len(current) >= max_records or size + len(value) > max_bytes):
-            batches.append(current)
-            current, size = [], 0
-        current.append(value)
-        size += len(value)
-    if current:
-        batches.append(current)
-    return batches
+class SnapshotBuilder:
+    """The snapshot file of an image, built a slice at a time (``step``).
+
+    The image is immutable, so the node may publish newer images between two
+    slices. Records go into data batches of at most ``max_records_per_batch``
+    records or about ``max_batch_bytes`` bytes, as ``write_snapshot`` writes them.
+    """
+
+    def __init__(
+        self,
+        image: MetadataImage,
+        *,
+        last_contained_timestamp_ms: int,
+        max_records_per_batch: int = MAX_RECORDS_PER_BATCH,
+        max_batch_bytes: int = MAX_BATCH_BYTES,
+    ) -> None:
+        self.snapshot_id = OffsetAndEpoch(image.provenance.offset, image.provenance.epoch)
+        self._timestamp = last_contained_timestamp_ms
+        self._max_records = max_records_per_batch
+        self._max_bytes = max_batch_bytes
+        self._records = iter_image_records(image)
+        header = SnapshotHeaderRecord(
+            version=SNAPSHOT_HEADER_VERSION, last_contained_log_timestamp=self._timestamp
+        )
+        self._parts = [self._control(ControlRecordType.SNAPSHOT_HEADER, encode(header, 0), 0)]
+        self._offset = 1
+        self._batch: list[bytes] = []  # encoded values of the batch being filled
+        self._batch_bytes = 0
+        self.done = False
+
+    def step(self, max_units: int) -> int:
+        """Encode up to ``max_units`` records; returns how many (0 once done)."""
+        units = 0
+        while not self.done and units < max_units:
+            record = next(self._records, None)
+            if record is None:
+                self._finish()
+                break
+            value = encode_metadata_record(record)
+            if self._batch and (
+                len(self._batch) >= self._max_records
+                or self._batch_bytes + len(value) > self._max_bytes
+            ):
+                self._close_batch()
+            self._batch.append(value)
+            self._batch_bytes += len(value)
+            units += 1
+        return units
+
+    def data(self) -> bytes:
+        assert self.done, "the snapshot is not built yet"
+        return b"".join(self._parts)
+
+    def _close_batch(self) -> None:
+        records = [Record(offset_delta=i, value=v) for i, v in enumerate(self._batch)]
+        self._parts.append(
+            build_batch(
+                records,
+                base_offset=self._offset,
+                partition_leader_epoch=self.snapshot_id.epoch,
+                base_timestamp=self._timestamp,
+            )
+        )
+        self._offset += len(self._batch)
+        self._batch, self._batch_bytes = [], 0
+
+    def _finish(self) -> None:
+        if self._batch:
+            self._close_batch()
+        footer = SnapshotFooterRecord(version=SNAPSHOT_FOOTER_VERSION)
+        self._parts.append(
+            self._control(ControlRecordType.SNAPSHOT_FOOTER, encode(footer, 0), self._offset)
+        )
+        self.done = True
+
+    def _control(self, kind: ControlRecordType, value: bytes, offset: int) -> bytes:
+        return build_control_batch(
+            kind,
+            value,
+            base_offset=offset,
+            partition_leader_epoch=self.snapshot_id.epoch,
+            timestamp=self._timestamp,
+        )
 
 
 def write_snapshot(
@@ -181,41 +257,15 @@ def write_snapshot(
     max_batch_bytes: int = MAX_BATCH_BYTES,
 ) -> bytes:
     """The snapshot file of ``image``: header, the image's records, footer."""
-    epoch = image.provenance.epoch
-    timestamp = last_contained_timestamp_ms
-    header = SnapshotHeaderRecord(
-        version=SNAPSHOT_HEADER_VERSION, last_contained_log_timestamp=timestamp
+    builder = SnapshotBuilder(
+        image,
+        last_contained_timestamp_ms=last_contained_timestamp_ms,
+        max_records_per_batch=max_records_per_batch,
+        max_batch_bytes=max_batch_bytes,
     )
-    parts = [
-        build_control_batch(
-            ControlRecordType.SNAPSHOT_HEADER,
-            encode(header, 0),
-            base_offset=0,
-            partition_leader_epoch=epoch,
-            timestamp=timestamp,
-        )
-    ]
-    offset = 1
-    values = [encode_metadata_record(r) for r in image_records(image)]
-    for chunk in _data_batches(values, max_records_per_batch, max_batch_bytes):
-        records = [Record(offset_delta=i, value=v) for i, v in enumerate(chunk)]
-        parts.append(
-            build_batch(
-                records, base_offset=offset, partition_leader_epoch=epoch, base_timestamp=timestamp
-            )
-        )
-        offset += len(chunk)
-    footer = SnapshotFooterRecord(version=SNAPSHOT_FOOTER_VERSION)
-    parts.append(
-        build_control_batch(
-            ControlRecordType.SNAPSHOT_FOOTER,
-            encode(footer, 0),
-            base_offset=offset,
-            partition_leader_epoch=epoch,
-            timestamp=timestamp,
-        )
-    )
-    return b"".join(parts)
+    while not builder.done:
+        builder.step(1 << 30)
+    return builder.data()
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -239,10 +289,11 @@ class _SnapshotParser:
     def __init__(self) -> None:
         self.header: SnapshotHeaderRecord | None = None
         self.footer: SnapshotFooterRecord | None = None
-        self.records: list[tuple[int, MetadataRecord]] = []
+        self.record_count = 0
         self.next_offset: int | None = None
 
-    def batch(self, batch: DecodedBatch) -> None:
+    def batch(self, batch: DecodedBatch) -> list[tuple[int, MetadataRecord]]:
+        """The (offset, record) pairs of one batch's metadata records (none for control)."""
         base = batch.header.base_offset
         if self.next_offset is not None and base != self.next_offset:
             raise SnapshotFormatError(
@@ -250,6 +301,7 @@ class _SnapshotParser:
                 f"which ended before offset {self.next_offset}"
             )
         self.next_offset = batch.header.next_offset
+        records: list[tuple[int, MetadataRecord]] = []
         for record in batch.records:
             offset = batch.offset_of(record)
             if self.footer is not None:
@@ -257,13 +309,24 @@ class _SnapshotParser:
             if batch.header.is_control:
                 self._control(offset, record)
             else:
-                self._data(offset, record)
+                records.append(self._data(offset, record))
+        self.record_count += len(records)
+        return records
+
+    def finish(self) -> SnapshotHeaderRecord:
+        if self.header is None:
+            raise SnapshotFormatError("the snapshot has no header")
+        if self.footer is None:
+            raise SnapshotFormatError(
+                f"the snapshot has no footer after offset {self.next_offset}: it is cut short"
+            )
+        return self.header
 
     def _control(self, offset: int, record: Record) -> None:
         try:
             kind, value = parse_control_record(record)
             if kind == ControlRecordType.SNAPSHOT_HEADER:
-                if self.header is not None or self.records:
+                if self.header is not None or self.record_count:
                     raise SnapshotFormatError(f"a second snapshot header at offset {offset}")
                 self.header = decode(SnapshotHeaderRecord, 0, value or b"")
             elif kind == ControlRecordType.SNAPSHOT_FOOTER:
@@ -275,12 +338,12 @@ class _SnapshotParser:
         except WireError as exc:
             raise SnapshotFormatError(f"control record at offset {offset}: {exc}") from exc
 
-    def _data(self, offset: int, record: Record) -> None:
+    def _data(self, offset: int, record: Record) -> tuple[int, MetadataRecord]:
         self._require_header(offset)
         if record.value is None:
             raise SnapshotFormatError(f"the record at offset {offset} has no value")
         try:
-            self.records.append((offset, decode_metadata_record(record.value)))
+            return offset, decode_metadata_record(record.value)
         except WireError as exc:
             raise SnapshotFormatError(f"the record at offset {offset}: {exc}") from exc
 
@@ -299,32 +362,66 @@ def read_snapshot_records(
     if len(data) == 0:
         raise SnapshotFormatError("the snapshot is empty (no header, no footer)")
     parser = _SnapshotParser()
+    records: list[tuple[int, MetadataRecord]] = []
     for batch in _iter_batches(data):
-        parser.batch(batch)
-    if parser.header is None:
-        raise SnapshotFormatError("the snapshot has no header")
-    if parser.footer is None:
-        raise SnapshotFormatError(
-            f"the snapshot has no footer after offset {parser.next_offset}: it is cut short"
-        )
-    return parser.header, parser.records
+        records += parser.batch(batch)
+    return parser.finish(), records
+
+
+class SnapshotReader:
+    """The image a snapshot holds, rebuilt a slice at a time (``step``).
+
+    Errors name the snapshot (``SnapshotFormatError``): bad layout, a record
+    that does not decode, or one that does not apply to the records before it.
+    """
+
+    def __init__(self, data: bytes | memoryview, snapshot_id: OffsetAndEpoch) -> None:
+        self.snapshot_id = snapshot_id
+        self._parser = _SnapshotParser()
+        self._batches = _iter_batches(data)
+        self._delta = MetadataDelta(EMPTY_IMAGE)
+        self._empty = len(data) == 0
+        self.image: MetadataImage | None = None  # set once the whole snapshot is read
+        self.header: SnapshotHeaderRecord | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.image is not None
+
+    def step(self, max_units: int) -> int:
+        """Read whole batches until ``max_units`` records are replayed; returns how many."""
+        try:
+            return self._step(max_units)
+        except SnapshotFormatError as exc:
+            sid = self.snapshot_id
+            raise SnapshotFormatError(f"snapshot {sid.offset}-{sid.epoch}: {exc}") from exc
+
+    def _step(self, max_units: int) -> int:
+        if self._empty:
+            raise SnapshotFormatError("the snapshot is empty (no header, no footer)")
+        units = 0
+        while self.image is None and units < max_units:
+            batch = next(self._batches, None)
+            if batch is None:
+                self.header = self._parser.finish()
+                sid = self.snapshot_id
+                self.image = self._delta.apply(Provenance(sid.offset, sid.epoch))
+                break
+            records = self._parser.batch(batch)
+            for offset, record in records:
+                try:
+                    self._delta.replay(record)
+                except MetadataReplayError as exc:
+                    raise SnapshotFormatError(
+                        f"the record at offset {offset} does not apply: {exc}"
+                    ) from exc
+            units += len(records)  # a control batch (header, footer) counts for nothing
+        return units
 
 
 def read_snapshot(data: bytes | memoryview, snapshot_id: OffsetAndEpoch) -> MetadataImage:
     """The image a snapshot holds; its provenance is the snapshot id."""
-    try:
-        _, records = read_snapshot_records(data)
-    except SnapshotFormatError as exc:
-        raise SnapshotFormatError(
-            f"snapshot {snapshot_id.offset}-{snapshot_id.epoch}: {exc}"
-        ) from exc
-    delta = MetadataDelta(EMPTY_IMAGE)
-    for offset, record in records:
-        try:
-            delta.replay(record)
-        except MetadataReplayError as exc:
-            raise SnapshotFormatError(
-                f"snapshot {snapshot_id.offset}-{snapshot_id.epoch}: "
-                f"the record at offset {offset} does not apply: {exc}"
-            ) from exc
-    return delta.apply(Provenance(snapshot_id.offset, snapshot_id.epoch))
+    reader = SnapshotReader(data, snapshot_id)
+    while reader.image is None:
+        reader.step(1 << 30)
+    return reader.image

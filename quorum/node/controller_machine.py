@@ -1,56 +1,66 @@
 """``ControllerMachine``: the controller state machine in the task that owns the core.
 
-It keeps ``QuorumController``'s committed image in step with the log (replay
-of committed ranges, snapshots the core downloaded), makes the controller
-active once this node leads and has replayed everything before its epoch
-(Kafka's rule: claim only after catching up to the epoch start), and
-renounces when leadership moves. Requests are evaluated against the working
-image at the exact offsets their records will get; each answer waits until
-the high watermark passes what the request wrote or saw, so no client ever
-learns of uncommitted metadata. The committed image is written as a snapshot
-when ``SnapshotPolicy`` says so (Kafka's bytes-between-snapshots and
-snapshot-interval settings).
+It keeps ``QuorumController``'s committed image in step with the log through
+the shared ``MetadataLogFollower`` (replay in bounded slices, snapshots
+loaded and written, images published whole at batch and transaction
+boundaries), makes the controller active once this node leads and has
+replayed everything before its epoch (Kafka's rule: claim only after
+catching up to the epoch start), and renounces when leadership moves.
+
+Requests and timers become operations (``quorum.controller.operations``)
+that run one at a time, one bounded slice per ``work`` call, so the node
+serves fetches and timers between two slices of a 100,000-partition
+CreateTopics. Each slice is evaluated against the working image at the exact
+offsets its records will get. An answer waits until the committed image the
+follower published holds everything the request wrote or saw (the last
+stable offset: a transaction counts once it ended), so no client ever learns
+of uncommitted metadata. Heartbeats that wait behind a long operation still
+refresh their broker's session on arrival (no fencing by load).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
 from quorum.controller.controller import QuorumController
-from quorum.controller.elections import offline_partitions
 from quorum.controller.error_responses import error_response
 from quorum.controller.image import TopicPartition
-from quorum.controller.log_records import read_committed_range
-from quorum.controller.results import ControllerResult
-from quorum.controller.snapshot import read_snapshot
-from quorum.log import OffsetAndEpoch
+from quorum.controller.operations import Operation
+from quorum.controller.slicing import SliceReport
 from quorum.node.inputs import ControllerCall
-from quorum.node.snapshot_policy import SnapshotPolicy, write_image_snapshot
+from quorum.node.metadata_follower import ChangedPartition, MetadataLogFollower, Publication
+from quorum.node.state_machine import Work
 from quorum.raft import Leader, OffsetRange, RaftCore, Ready
-from quorum.raft.snapshots import snapshot_timestamp_ms
 from quorum.wire.error_codes import Errors
-from quorum.wire.messages import PartitionChangeRecord, PartitionRecord, RemoveTopicRecord
-from quorum.wire.metadata_serde import encode_metadata_record
+from quorum.wire.messages.broker_lifecycle import BrokerHeartbeatRequest
+from quorum.wire.metadata_serde import MetadataRecord, encode_metadata_record
 
 __all__ = ["ControllerMachine"]
-
-_PARTITION_RECORDS = (PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
 
 logger = logging.getLogger(__name__)
 
 
 @attrs.frozen
 class _Answer:
-    wait_until: int  # the high watermark that makes the answer true
-    epoch: int
+    wait_until: int  # the published offset that makes the answer true
     request: Any
     response: Any
     reply: Callable[[object], None]
+
+
+@attrs.define
+class _Running:
+    """The operation in progress and the request it answers (None for a timer)."""
+
+    operation: Operation[Any]
+    call: ControllerCall | None
+    queued_ms: int
+    started_ms: int
 
 
 class ControllerMachine:
@@ -62,45 +72,42 @@ class ControllerMachine:
         snapshot_max_interval_ms: int = 3_600_000,
     ) -> None:
         self.controller = controller
-        self._snapshots = SnapshotPolicy(
-            max_bytes=snapshot_max_bytes, max_interval_ms=snapshot_max_interval_ms
+        self.follower = MetadataLogFollower(
+            snapshot_max_bytes=snapshot_max_bytes,
+            snapshot_max_interval_ms=snapshot_max_interval_ms,
+            on_publish=self._published,
+            on_changes=self._partitions_changed,
         )
-        self._last_timestamp_ms = 0  # of the last record replayed (snapshot headers)
         self._answers: deque[_Answer] = deque()
+        self._calls: deque[tuple[ControllerCall, int]] = deque()  # with their arrival time
+        self._running: _Running | None = None
         self._epoch = -1  # the epoch this node leads in while active
         # where the records just computed will land (checked when they are proposed)
         self._expected_offset: int | None = None
-        self._claim = False  # leads and caught up: activate at the next ``due``
-        self._offline: list[TopicPartition] = []
+        self._claim = False  # leads; activate once replayed up to the epoch start
+        self._epoch_start = 0
+        self._offline: set[TopicPartition] = set()
+        self._offline_reported: frozenset[TopicPartition] = frozenset()
+        # (queue ms, processing ms) of operations finished since the last ``work``
+        self._finished: list[tuple[float, float]] = []
 
     # -- the hook -------------------------------------------------------------------------
 
     def observe(self, ready: Ready, core: RaftCore, now_ms: int) -> None:
-        if ready.loaded_snapshot is not None:
-            self._load_snapshot(core, ready.loaded_snapshot, now_ms)
-        if ready.committed is not None:
-            self._replay(core, ready.committed, now_ms)
+        self.follower.observe(ready)
         self._follow_leadership(core, now_ms)
-        self._answer(core.high_watermark)
 
-    def call(self, item: ControllerCall, core: RaftCore, now_ms: int) -> list[bytes]:
-        controller = self.controller
-        start = core.next_append_offset
-        if not controller.is_active or start is None:
+    def call(self, item: ControllerCall, core: RaftCore, now_ms: int) -> None:
+        if not self.controller.is_active or core.next_append_offset is None:
             leader = core.leader_id
             text = f"node {core.node_id} is not the active controller" + (
                 "" if leader is None else f"; node {leader} leads the quorum"
             )
             item.reply(error_response(item.request, Errors.NOT_CONTROLLER, text))
-            return []
-        result = controller.handle(item.request, item.version, now_ms=now_ms, next_offset=start)
-        payloads = [encode_metadata_record(r) for r in result.records]
-        self._expected_offset = start
-        # an answer without records still waits for everything proposed before it
-        self._answers.append(
-            _Answer(start + len(payloads), self._epoch, item.request, result.response, item.reply)
-        )
-        return payloads
+            return
+        if isinstance(item.request, BrokerHeartbeatRequest):
+            self.controller.heartbeat_arrived(item.request, now_ms)
+        self._calls.append((item, now_ms))
 
     def proposed(self, offsets: OffsetRange) -> None:
         assert offsets.start == self._expected_offset, (
@@ -108,23 +115,36 @@ class ControllerMachine:
         )
         self._expected_offset = None
 
-    def due(self, core: RaftCore, now_ms: int) -> list[bytes]:
-        next_offset = core.next_append_offset
-        if next_offset is None:
-            return []
+    def has_work(self, now_ms: int) -> bool:
+        if self.follower.has_work():
+            return True
         if self._claim:
-            self._claim = False
-            result = self._activate(core, now_ms, next_offset)
-        elif self.controller.is_active:
-            result = self.controller.tick(now_ms, next_offset=next_offset)
-        else:
-            return []
-        self._expected_offset = next_offset
-        return [encode_metadata_record(r) for r in result.records]
+            return self._caught_up_to_epoch()
+        if not self.controller.is_active:
+            return False
+        if self._running is not None or self._calls:
+            return True
+        deadline = self.controller.next_deadline_ms()
+        return deadline is not None and now_ms >= deadline
+
+    def work(self, core: RaftCore, now_ms: int) -> Work:
+        reports: list[SliceReport] = []
+        report = self.follower.step(core, now_ms)
+        if report is not None:
+            reports.append(report)
+        payloads: list[bytes] = []
+        next_offset = core.next_append_offset
+        if next_offset is not None:
+            if self._claim and self._caught_up_to_epoch():
+                payloads = self._activate(core, now_ms, next_offset)
+            elif self.controller.is_active:
+                payloads, report = self._operation_slice(core, now_ms, next_offset)
+                if report is not None:
+                    reports.append(report)
+        finished, self._finished = tuple(self._finished), []
+        return Work(payloads, tuple(reports), finished)
 
     def deadline_ms(self) -> int | None:
-        if self._claim:
-            return 0
         if not self.controller.is_active:
             return None
         return self.controller.next_deadline_ms()
@@ -132,53 +152,99 @@ class ControllerMachine:
     def close(self) -> None:
         self._fail_answers("the node is shutting down")
 
+    # -- operations --------------------------------------------------------------------------
+
+    def _operation_slice(
+        self, core: RaftCore, now_ms: int, next_offset: int
+    ) -> tuple[list[bytes], SliceReport | None]:
+        running = self._running or self._start_next(core, now_ms, next_offset)
+        if running is None:
+            return [], None
+        operation = running.operation
+        records = operation.step()
+        report = SliceReport("controller-op", operation.last_units)
+        payloads = self._stage(records, next_offset)
+        if operation.done:
+            self._running = None
+            self._finish(running, core, now_ms, next_offset + len(payloads))
+        return payloads, report
+
+    def _start_next(self, core: RaftCore, now_ms: int, next_offset: int) -> _Running | None:
+        controller = self.controller
+
+        def append_offset() -> int:
+            offset = core.next_append_offset
+            assert offset is not None, "an operation ran on a node that no longer leads"
+            return offset
+
+        if self._calls:
+            item, queued_ms = self._calls.popleft()
+            operation = controller.start(
+                item.request, item.version, now_ms=now_ms, next_offset=next_offset,
+                next_append_offset=append_offset,
+            )
+            self._running = _Running(operation, item, queued_ms, now_ms)
+        else:
+            due = controller.due_operation(
+                now_ms, next_offset=next_offset, next_append_offset=append_offset
+            )
+            if due is None:
+                return None
+            self._running = _Running(due, None, now_ms, now_ms)
+        return self._running
+
+    def _stage(self, records: Sequence[MetadataRecord], next_offset: int) -> list[bytes]:
+        """Fold records into the working image at the offsets they will get; their bytes."""
+        if not records:
+            return []
+        self.controller.appended(records, next_offset + len(records))
+        self._expected_offset = next_offset
+        return [encode_metadata_record(r) for r in records]
+
+    def _finish(self, running: _Running, core: RaftCore, now_ms: int, end_offset: int) -> None:
+        self._finished.append(
+            (float(running.started_ms - running.queued_ms), float(now_ms - running.started_ms))
+        )
+        item = running.call
+        if item is None:
+            return
+        # an answer without records still waits for everything proposed before it
+        self._answers.append(
+            _Answer(end_offset, item.request, running.operation.response, item.reply)
+        )
+        self._answer()
+
     # -- committed state ---------------------------------------------------------------------
 
-    def _load_snapshot(self, core: RaftCore, snapshot_id: OffsetAndEpoch, now_ms: int) -> None:
-        assert not self.controller.is_active, "a leader never loads a snapshot"
-        image = read_snapshot(core.log.read_snapshot(snapshot_id), snapshot_id)
-        self.controller.load_snapshot(image)
-        self._last_timestamp_ms = snapshot_timestamp_ms(core.log, snapshot_id) or 0
-        self._snapshots.reset(now_ms)
-        logger.info("loaded metadata snapshot %d-%d", snapshot_id.offset, snapshot_id.epoch)
+    def _published(self, publication: Publication) -> None:
+        self.controller.publish(publication.new)
+        self._answer()
 
-    def _replay(self, core: RaftCore, committed: OffsetRange, now_ms: int) -> None:
-        controller = self.controller
-        start = max(committed.start, controller.committed.provenance.offset)
-        if start >= committed.end:
-            return
-        read = read_committed_range(core.log, start, committed.end)
-        last_epoch = read.last_epoch
-        controller.replay_committed(
-            [record for _, record in read.records], committed.end,
-            controller.committed.provenance.epoch if last_epoch is None else last_epoch,
-        )
-        if read.last_timestamp_ms is not None:
-            self._last_timestamp_ms = read.last_timestamp_ms
-        if any(isinstance(r, _PARTITION_RECORDS) for _, r in read.records):
+    def _partitions_changed(
+        self, publication: Publication, changes: Sequence[ChangedPartition], last: bool
+    ) -> None:
+        """Keep the set of leaderless partitions; log when it changes (an alarm, not a guess)."""
+        offline = self._offline
+        for change in changes:
+            old_topic, new_topic = change.old_topic, change.new_topic
+            if change.old is not None and old_topic is not None:
+                offline.discard(TopicPartition(old_topic.name, change.index))
+            if change.new is not None and new_topic is not None and not change.new.has_leader:
+                offline.add(TopicPartition(new_topic.name, change.index))
+        if last and offline != self._offline_reported:
             self._report_offline()
-        reason = self._snapshots.replayed(read.size_bytes, now_ms)
-        if reason is not None:
-            write_image_snapshot(
-                core, controller.committed, reason, timestamp_ms=self._last_timestamp_ms
-            )
-            self._snapshots.reset(now_ms)
 
     def _report_offline(self) -> None:
-        """Log when the set of partitions without a leader changes (an alarm, not a guess)."""
-        offline = offline_partitions(self.controller.committed)
-        if offline == self._offline:
-            return
-        self._offline = offline
-        if offline:
-            shown = ", ".join(str(tp) for tp in offline[:20])
-            more = f" and {len(offline) - 20} more" if len(offline) > 20 else ""
-            logger.warning(
-                "%d partition(s) offline, no eligible leader in the ISR and unclean election "
-                "not enabled for them: %s%s", len(offline), shown, more,
-            )
-        else:
+        self._offline_reported = frozenset(self._offline)
+        if not self._offline:
             logger.info("no partition is offline")
+            return
+        shown = ", ".join(str(tp) for tp in sorted(self._offline)[:20])
+        more = f" and {len(self._offline) - 20} more" if len(self._offline) > 20 else ""
+        logger.warning(
+            "%d partition(s) offline, no eligible leader in the ISR and unclean election "
+            "not enabled for them: %s%s", len(self._offline), shown, more,
+        )
 
     # -- leadership ----------------------------------------------------------------------------
 
@@ -190,25 +256,43 @@ class ControllerMachine:
             self._claim = False
         if controller.is_active and (not leads or core.epoch != self._epoch):
             controller.deactivate()
+            self._running = None  # an open transaction stays open: the next leader aborts it
+            self._expected_offset = None
+            self._calls_fail("leadership moved before the request was handled")
             self._fail_answers("leadership moved before the request's records were committed")
             logger.info("controller renounced (epoch %d)", self._epoch)
-        if leads and not controller.is_active:
+        if leads and not controller.is_active and not self._claim:
             assert isinstance(state, Leader)
-            # everything before this epoch must be in the image first (Kafka's claim rule)
-            if controller.committed.provenance.offset > state.epoch_start_offset:
-                self._claim = True
+            self._claim = True
+            self._epoch_start = state.epoch_start_offset
 
-    def _activate(self, core: RaftCore, now_ms: int, next_offset: int) -> ControllerResult[None]:
+    def _caught_up_to_epoch(self) -> bool:
+        """Everything before this epoch is replayed (Kafka's claim rule).
+
+        Replayed, not published: a transaction left open before the epoch is
+        aborted by the activation, which needs to know of it.
+        """
+        return self.follower.replayed_offset > self._epoch_start
+
+    def _activate(self, core: RaftCore, now_ms: int, next_offset: int) -> list[bytes]:
+        self._claim = False
         self._epoch = core.epoch
-        result = self.controller.activate(now_ms, next_offset=next_offset, epoch=core.epoch)
+        result = self.controller.activate(
+            now_ms, next_offset=next_offset, epoch=core.epoch,
+            open_transaction=self.follower.transaction_start,
+        )
         logger.info("controller active in epoch %d at offset %d", core.epoch, next_offset)
-        return result
+        if not result.records:
+            return []
+        self._expected_offset = next_offset
+        return [encode_metadata_record(r) for r in result.records]
 
     # -- answers ---------------------------------------------------------------------------
 
-    def _answer(self, high_watermark: int | None) -> None:
+    def _answer(self) -> None:
+        published = self.follower.image.provenance.offset
         answers = self._answers
-        while answers and high_watermark is not None and answers[0].wait_until <= high_watermark:
+        while answers and answers[0].wait_until <= published:
             done = answers.popleft()
             done.reply(done.response)
 
@@ -216,3 +300,8 @@ class ControllerMachine:
         while self._answers:
             done = self._answers.popleft()
             done.reply(error_response(done.request, Errors.NOT_CONTROLLER, text))
+
+    def _calls_fail(self, text: str) -> None:
+        while self._calls:
+            item, _ = self._calls.popleft()
+            item.reply(error_response(item.request, Errors.NOT_CONTROLLER, text))

@@ -14,6 +14,13 @@ resulting ``Ready`` completely before it takes the next input
    reported to the core (``flushed``), whose Ready is handled the same way;
 5. the core is polled at ``next_deadline_ms``.
 
+Between two inputs the state machine (``quorum.node.state_machine``) works
+one bounded slice: replay, a snapshot part, a slice of a controller
+operation (whose records are proposed at once). Inputs and slices
+alternate, with a checkpoint after each, so a node busy with 100,000
+partitions still answers fetches, votes and heartbeats within a slice's time;
+each slice's duration and units go to the node's ``NodeActivity``.
+
 Where the fsyncs run is the node's ``FsyncPlacement``: a worker thread lets
 listener tasks decode while the disk works; a controller that follows syncs
 on the trio thread, which saves two thread wake-ups per commit. The core's
@@ -43,6 +50,7 @@ import trio
 
 from quorum.controller.error_responses import error_response
 from quorum.log import FileLog
+from quorum.metrics.activity import NodeActivity
 from quorum.node.appends import PendingAppends, not_leader_outcome
 from quorum.node.connection import ResponseSlot
 from quorum.node.inputs import (
@@ -165,6 +173,7 @@ class CoreDriver:
         voter_nodes: tuple[DescribeQuorumResponseNode, ...] = (),
         fsync: FsyncPlacement = FsyncPlacement.WORKER_THREAD,
         machine: StateMachineHook | None = None,
+        activity: NodeActivity | None = None,
     ) -> None:
         self.core = core
         self._log = log
@@ -173,6 +182,7 @@ class CoreDriver:
         self._voter_nodes = voter_nodes
         self._fsync = fsync
         self._machine = machine
+        self.activity = activity
         self._inbox_send, self._inbox = trio.open_memory_channel[Input](INBOX_SIZE)
         self._appends = PendingAppends(core.node_id)
         self._deadline_ms: int | None = None
@@ -231,7 +241,7 @@ class CoreDriver:
             while True:
                 await self._report_background_flush()
                 item = self._take_nowait()
-                if item is None:
+                if item is None and not self._machine_has_work():
                     with trio.move_on_at(
                         self._clock.trio_time(self._next_wakeup_ms())
                     ) as self._waiting_for_input:
@@ -239,13 +249,15 @@ class CoreDriver:
                     self._waiting_for_input = None
                     if item is None and self._background_flush_ended():
                         continue
-                if not _safe_beside_a_flush(item):
-                    await self._wait_background_flush()
-                # the flush may have ended before trio resumed its task: count it first
-                await self._report_background_flush()
-                await self._apply(self._step(item, self.now_ms()))
-                await self._apply_machine_proposals()
-                # let the writers send what this step answered before the next input
+                if item is not None or self._core_due():
+                    if not _safe_beside_a_flush(item):
+                        await self._wait_background_flush()
+                    # the flush may have ended before trio resumed its task: count it first
+                    await self._report_background_flush()
+                    await self._apply(self._step(item, self.now_ms()))
+                    # let the writers send what this step answered before the next slice
+                    await trio.lowlevel.checkpoint()
+                await self._machine_slice()
                 await trio.lowlevel.checkpoint()
 
     # -- the leader's flush beside the core --------------------------------------------------
@@ -292,18 +304,31 @@ class CoreDriver:
             return self._deadline_ms if machine_ms is None else machine_ms
         return min(machine_ms, self._deadline_ms)
 
-    async def _apply_machine_proposals(self) -> None:
-        """Records the state machine appends on its own (bootstrap, timers)."""
+    def _core_due(self) -> bool:
+        return self._deadline_ms is not None and self.now_ms() >= self._deadline_ms
+
+    def _machine_has_work(self) -> bool:
+        return self._machine is not None and self._machine.has_work(self.now_ms())
+
+    async def _machine_slice(self) -> None:
+        """One bounded slice of the state machine's work; its records are proposed at once."""
         machine = self._machine
-        while machine is not None:
-            now_ms = self.now_ms()
-            payloads = machine.due(self.core, now_ms)
-            if not payloads:
-                return
-            ready = propose_machine_records(self.core, machine, payloads, now_ms)
-            await self._apply(ready)
-            if ready.accepted is None:
-                return
+        now_ms = self.now_ms()
+        if machine is None or not machine.has_work(now_ms):
+            return
+        started = time.perf_counter()
+        work = machine.work(self.core, now_ms)
+        elapsed = time.perf_counter() - started
+        if self.activity is not None:
+            now_s = trio.current_time()
+            for report in work.slices:
+                self.activity.record_slice(report.kind, report.units, elapsed, now_s)
+                if report.kind == "replay":
+                    self.activity.record_applied(report.units, now_s)
+            for queue_ms, processing_ms in work.finished_operations:
+                self.activity.record_controller_event(queue_ms, processing_ms, now_s)
+        if work.payloads:
+            await self._apply(propose_machine_records(self.core, machine, work.payloads, now_ms))
 
     def _take_nowait(self) -> Input | None:
         item, self._held = self._held, None
@@ -325,18 +350,13 @@ class CoreDriver:
         if isinstance(item, ConnectionFailed):
             return core.connection_failed(item.node_id, now_ms)
         if isinstance(item, ControllerCall):
-            return self._call_machine(item, now_ms)
+            machine = self._machine
+            assert machine is not None, "a controller request reached a node without a controller"
+            machine.call(item, core, now_ms)
+            return core.poll(now_ms)
         assert isinstance(item, Resign), item
         logger.info("resigning (epoch %d, %s)", core.epoch, core.role)
         return core.resign(now_ms)
-
-    def _call_machine(self, item: ControllerCall, now_ms: int) -> Ready:
-        machine = self._machine
-        assert machine is not None, "a controller request reached a node without a controller"
-        payloads = machine.call(item, self.core, now_ms)
-        if not payloads:
-            return self.core.poll(now_ms)
-        return propose_machine_records(self.core, machine, payloads, now_ms)
 
     def _gather(self, first: Append) -> list[Append]:
         """``first`` and the appends queued right behind it: one proposal for all."""
@@ -433,13 +453,8 @@ class CoreDriver:
             ready.leader, leads=ready.role == "Leader", high_watermark=ready.high_watermark
         )
         if self._machine is not None:
-            if ready.send or ready.send_after_durable or ready.committed is not None:
-                # What this Ready sends or answers goes out before the state machine's
-                # replay (up to 100 us a commit): on a follower that send is the fetch
-                # that reports its log end, on a leader the writers' answers. Two
-                # checkpoints, because trio runs each batch of ready tasks in either order.
-                await trio.lowlevel.checkpoint()
-                await trio.lowlevel.checkpoint()
+            # cheap: the replay of what it committed happens in the machine's slices, after
+            # what this Ready sends has gone out
             self._machine.observe(ready, self.core, self.now_ms())
         self.changed.set()
         self.changed = trio.Event()

@@ -96,6 +96,7 @@ class MetadataNode:
             rng=self._rng,
             fsync=self._fsync,
             voter_nodes=voter_nodes,
+            activity=self.activity,
         ) as parts:
             self._driver = parts.driver
             try:

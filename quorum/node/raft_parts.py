@@ -23,6 +23,7 @@ import trio
 
 from quorum.config import ServerConfig
 from quorum.log import FileLog
+from quorum.metrics.activity import NodeActivity
 from quorum.node.driver import CoreDriver, FsyncPlacement, NodeClock
 from quorum.node.peers import PeerLink
 from quorum.node.quorum_state import QuorumStateFile
@@ -65,6 +66,7 @@ def open_raft_parts(
     rng: random.Random,
     fsync: FsyncPlacement = FsyncPlacement.WORKER_THREAD,
     voter_nodes: tuple[DescribeQuorumResponseNode, ...] = (),
+    activity: NodeActivity | None = None,
 ) -> Iterator[RaftParts]:
     """The assembled parts; raises QuorumStateError for a quorum-state file it cannot read."""
     state_file = QuorumStateFile(settings.metadata_partition_dir)
@@ -92,6 +94,7 @@ def open_raft_parts(
             voter_nodes=voter_nodes,
             fsync=fsync,
             machine=machine,
+            activity=activity,
         )
         links.update(_links(settings, driver))
         try:

@@ -22,7 +22,7 @@ from quorum.controller.snapshot import write_snapshot
 from quorum.log import OffsetAndEpoch
 from quorum.raft import RaftCore
 
-__all__ = ["SnapshotPolicy", "SnapshotReason", "write_image_snapshot"]
+__all__ = ["SnapshotPolicy", "SnapshotReason", "snapshot_reason_text", "write_image_snapshot"]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,11 @@ _WHY = {
     SnapshotReason.BYTES: "metadata.log.max.record.bytes.between.snapshots reached",
     SnapshotReason.TIME: "metadata.log.max.snapshot.interval.ms passed",
 }
+
+
+def snapshot_reason_text(reason: SnapshotReason) -> str:
+    """The setting that made a snapshot due, for the log line."""
+    return _WHY[reason]
 
 
 class SnapshotPolicy:

@@ -3,22 +3,26 @@
 A state machine (the controller on a controller node, the metadata image on
 a broker) lives in the core's task, so it sees every Ready in order and can
 ask for records to be appended at offsets it knows in advance (a broker's
-epoch is the offset of its registration record). The driver calls:
+epoch is the offset of its registration record). Its work grows with the
+metadata, so it is done in bounded slices (``quorum.controller.slicing``)
+between the core's inputs. The driver calls:
 
 * ``observe(ready, core, now_ms)`` after each Ready was made durable and
-  sent: load a snapshot the core downloaded, replay committed records,
-  follow leadership, answer what the high watermark passed;
-* ``call(item, core, now_ms)`` for a ``ControllerCall``: the payloads to
-  propose now (maybe none); the driver proposes them at once and reports
-  the offsets with ``proposed``;
-* ``due(core, now_ms)`` after every step: payloads the machine wants to
-  append on its own (bootstrap records, fencing on a timer);
-* ``deadline_ms()``: when ``due`` should be asked next at the latest.
+  sent: note what it committed or loaded and follow leadership (cheap: the
+  replay itself happens in ``work``);
+* ``call(item, core, now_ms)`` for a ``ControllerCall``: queue it (or answer
+  at once, e.g. NOT_CONTROLLER);
+* ``has_work(now_ms)``: whether a slice is ready to run now;
+* ``work(core, now_ms)``: run one bounded slice (replay, a snapshot part, a
+  slice of a controller operation, the timers when due); ``Work.payloads``
+  are records to propose now: the driver proposes them at once and reports
+  their offsets with ``proposed``;
+* ``deadline_ms()``: when ``has_work`` may become true by time alone.
 
 A combined node's core feeds two machines: ``FanOutHook`` hands every
 Ready to the controller first (the one machine that proposes) and then to
-observers that only replay (the broker's image), so both hold the image of
-the same committed offset after each Ready.
+observers that only replay (the broker's image), and shares each ``work``
+call among them.
 """
 
 from __future__ import annotations
@@ -26,20 +30,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+import attrs
+
+from quorum.controller.slicing import SliceReport
 from quorum.node.inputs import ControllerCall
 from quorum.raft import OffsetRange, RaftCore, Ready
 
-__all__ = ["FanOutHook", "ReadyObserver", "StateMachineHook"]
+__all__ = ["FanOutHook", "ReadyObserver", "StateMachineHook", "Work"]
+
+
+@attrs.frozen
+class Work:
+    """What one ``work`` call did."""
+
+    payloads: list[bytes] = attrs.field(factory=list)  # records to propose now
+    slices: tuple[SliceReport, ...] = ()
+    # (queue ms, processing ms) of each controller operation that ended in this call
+    finished_operations: tuple[tuple[float, float], ...] = ()
 
 
 class StateMachineHook(Protocol):
     def observe(self, ready: Ready, core: RaftCore, now_ms: int) -> None: ...
 
-    def call(self, item: ControllerCall, core: RaftCore, now_ms: int) -> list[bytes]: ...
+    def call(self, item: ControllerCall, core: RaftCore, now_ms: int) -> None: ...
 
     def proposed(self, offsets: OffsetRange) -> None: ...
 
-    def due(self, core: RaftCore, now_ms: int) -> list[bytes]: ...
+    def has_work(self, now_ms: int) -> bool: ...
+
+    def work(self, core: RaftCore, now_ms: int) -> Work: ...
 
     def deadline_ms(self) -> int | None: ...
 
@@ -52,6 +71,10 @@ class ReadyObserver(Protocol):
     """A machine that only follows the log (it never proposes)."""
 
     def observe(self, ready: Ready, core: RaftCore, now_ms: int) -> None: ...
+
+    def has_work(self, now_ms: int) -> bool: ...
+
+    def work(self, core: RaftCore, now_ms: int) -> Work: ...
 
     def close(self) -> None: ...
 
@@ -68,14 +91,23 @@ class FanOutHook:
         for observer in self.observers:
             observer.observe(ready, core, now_ms)
 
-    def call(self, item: ControllerCall, core: RaftCore, now_ms: int) -> list[bytes]:
-        return self.primary.call(item, core, now_ms)
+    def call(self, item: ControllerCall, core: RaftCore, now_ms: int) -> None:
+        self.primary.call(item, core, now_ms)
 
     def proposed(self, offsets: OffsetRange) -> None:
         self.primary.proposed(offsets)
 
-    def due(self, core: RaftCore, now_ms: int) -> list[bytes]:
-        return self.primary.due(core, now_ms)
+    def has_work(self, now_ms: int) -> bool:
+        return self.primary.has_work(now_ms) or any(o.has_work(now_ms) for o in self.observers)
+
+    def work(self, core: RaftCore, now_ms: int) -> Work:
+        """One slice of the primary's and of each observer's (each bounded)."""
+        work = self.primary.work(core, now_ms)
+        slices = list(work.slices)
+        for observer in self.observers:
+            if observer.has_work(now_ms):
+                slices += observer.work(core, now_ms).slices
+        return attrs.evolve(work, slices=tuple(slices))
 
     def deadline_ms(self) -> int | None:
         return self.primary.deadline_ms()

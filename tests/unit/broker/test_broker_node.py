@@ -245,7 +245,7 @@ async def test_a_broker_with_no_controller_to_register_with_gives_up_after_the_t
 async def test_a_restarted_broker_is_a_new_incarnation_and_starts_from_its_snapshot(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="broker.metadata_machine")
+    caplog.set_level(logging.INFO, logger="quorum.node.metadata_follower")
     controller, config = controller_and_broker_config(tmp_path)
     settings = attrs.evolve(BrokerNode.from_config(config).settings, snapshot_max_bytes=1)
     with trio.fail_after(DEADLINE_S):

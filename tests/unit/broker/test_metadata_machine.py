@@ -21,6 +21,7 @@ from quorum.raft import LeaderAndEpoch, OffsetRange, RaftCore, Ready
 from quorum.raft.snapshots import snapshot_timestamp_ms
 from quorum.wire.messages import CreateTopicsRequest
 from quorum.wire.metadata_serde import MetadataRecord
+from tests.unit.node.machines import observe_and_work as observe
 
 from .records import append_records, change, fold, metadata_version, partition, register, topic
 
@@ -63,9 +64,9 @@ def test_committed_ranges_fold_into_the_image_the_controllers_build() -> None:
     seen: list[tuple[int, int]] = []
     machine.subscribe(lambda old, new: seen.append((old.provenance.offset, new.provenance.offset)))
     changed = machine.changed
-    machine.observe(ready(OffsetRange(0, 4)), core, 0)
+    observe(machine, ready(OffsetRange(0, 4)), core, 0)
     assert changed.is_set() and machine.changed is not changed
-    machine.observe(ready(OffsetRange(4, 7)), core, 0)
+    observe(machine, ready(OffsetRange(4, 7)), core, 0)
     assert seen == [(0, 4), (4, 7)]
     assert (machine.image_offset, machine.image.provenance.epoch) == (7, 3)
     assert image_digest(machine.image) == image_digest(fold([*FIRST, *SECOND, *THIRD]))
@@ -78,9 +79,9 @@ def test_records_the_image_already_holds_are_not_replayed_again() -> None:
     log = a_log(FIRST, SECOND)
     core = observer_core(log)
     machine = BrokerMetadataMachine(broker_id=BROKER)
-    machine.observe(ready(OffsetRange(0, 6)), core, 0)
+    observe(machine, ready(OffsetRange(0, 6)), core, 0)
     image = machine.image
-    machine.observe(ready(OffsetRange(2, 6)), core, 0)
+    observe(machine, ready(OffsetRange(2, 6)), core, 0)
     assert machine.image is image
 
 
@@ -90,10 +91,10 @@ def test_a_loaded_snapshot_replaces_the_image_and_later_ranges_continue_from_it(
     log.create_snapshot(snapshot_id, snapshot_of([*FIRST, *SECOND]))
     core = observer_core(log)
     machine = BrokerMetadataMachine(broker_id=BROKER)
-    machine.load_snapshot(log, snapshot_id, now_ms=0)
+    observe(machine, ready(loaded_snapshot=snapshot_id), core, 0)
     assert machine.image_offset == 6
     assert len(machine.assignments) == 2
-    machine.observe(ready(OffsetRange(0, 7)), core, 0)
+    observe(machine, ready(OffsetRange(0, 7)), core, 0)
     assert machine.image_offset == 7
     assert image_digest(machine.image) == image_digest(fold([*FIRST, *SECOND, *THIRD]))
 
@@ -103,7 +104,7 @@ def test_a_snapshot_the_core_names_is_loaded_before_the_committed_range() -> Non
     snapshot_id = OffsetAndEpoch(6, 3)
     log.create_snapshot(snapshot_id, snapshot_of([*FIRST, *SECOND]))
     machine = BrokerMetadataMachine(broker_id=BROKER)
-    machine.observe(ready(OffsetRange(6, 7), loaded_snapshot=snapshot_id), observer_core(log), 0)
+    observe(machine, ready(OffsetRange(6, 7), loaded_snapshot=snapshot_id), observer_core(log), 0)
     assert machine.image_offset == 7
     assert image_digest(machine.image) == image_digest(fold([*FIRST, *SECOND, *THIRD]))
 
@@ -117,7 +118,7 @@ def test_a_restarted_broker_starts_from_the_snapshot_its_log_begins_with() -> No
     core = observer_core(log)
     machine = BrokerMetadataMachine(broker_id=BROKER)
     # the core's first Ready names the snapshot, as the driver hands it over
-    machine.observe(core.poll(0), core, 0)
+    observe(machine, core.poll(0), core, 0)
     assert (machine.image_offset, len(machine.assignments)) == (6, 2)
     assert image_digest(machine.image) == image_digest(fold([*FIRST, *SECOND]))
 
@@ -138,13 +139,13 @@ def test_the_broker_writes_its_own_snapshot_after_n_bytes_of_replayed_log() -> N
     core = cast(RaftCore, CommittedCore(log))
     first_batch = read_committed_range(log, 0, 4).size_bytes
     machine = BrokerMetadataMachine(broker_id=BROKER, snapshot_max_bytes=first_batch + 1)
-    machine.observe(ready(OffsetRange(0, 4)), core, 0)
+    observe(machine, ready(OffsetRange(0, 4)), core, 0)
     assert log.latest_snapshot_id is None
-    machine.observe(ready(OffsetRange(4, 6)), core, 0)
+    observe(machine, ready(OffsetRange(4, 6)), core, 0)
     assert log.latest_snapshot_id == OffsetAndEpoch(6, 3)
     stored = read_snapshot(log.read_snapshot(OffsetAndEpoch(6, 3)), OffsetAndEpoch(6, 3))
     assert image_digest(stored) == image_digest(machine.image)
-    machine.observe(ready(OffsetRange(6, 7)), core, 0)
+    observe(machine, ready(OffsetRange(6, 7)), core, 0)
     assert log.snapshot_ids() == [OffsetAndEpoch(6, 3)]
 
 
@@ -154,10 +155,10 @@ def test_the_broker_snapshots_when_records_arrive_after_the_interval() -> None:
     machine = BrokerMetadataMachine(
         broker_id=BROKER, snapshot_max_bytes=10**9, snapshot_max_interval_ms=1_000
     )
-    machine.observe(ready(OffsetRange(0, 4)), core, 10_000)
-    machine.observe(ready(OffsetRange(4, 6)), core, 10_999)
+    observe(machine, ready(OffsetRange(0, 4)), core, 10_000)
+    observe(machine, ready(OffsetRange(4, 6)), core, 10_999)
     assert log.latest_snapshot_id is None
-    machine.observe(ready(OffsetRange(6, 7)), core, 11_000)
+    observe(machine, ready(OffsetRange(6, 7)), core, 11_000)
     assert log.snapshot_ids() == [OffsetAndEpoch(7, 3)]
     assert image_digest(
         read_snapshot(log.read_snapshot(OffsetAndEpoch(7, 3)), OffsetAndEpoch(7, 3))
@@ -170,19 +171,19 @@ def test_a_snapshot_carries_the_time_of_its_last_record() -> None:
         append_records(log, records, epoch=3, timestamp=timestamp)
     core = cast(RaftCore, CommittedCore(log))
     machine = BrokerMetadataMachine(broker_id=BROKER, snapshot_max_bytes=1)
-    machine.observe(ready(OffsetRange(0, 6)), core, 0)
+    observe(machine, ready(OffsetRange(0, 6)), core, 0)
     assert snapshot_timestamp_ms(log, OffsetAndEpoch(6, 3)) == 2_000
     # a broker that starts from that snapshot stamps its next one with the next batch's time
     again = BrokerMetadataMachine(broker_id=BROKER, snapshot_max_bytes=1)
-    again.observe(ready(loaded_snapshot=OffsetAndEpoch(6, 3)), core, 0)
-    again.observe(ready(OffsetRange(6, 7)), core, 0)
+    observe(again, ready(loaded_snapshot=OffsetAndEpoch(6, 3)), core, 0)
+    observe(again, ready(OffsetRange(6, 7)), core, 0)
     assert snapshot_timestamp_ms(log, OffsetAndEpoch(7, 3)) == 3_000
 
 
 def test_a_broker_machine_never_proposes() -> None:
     machine = BrokerMetadataMachine(broker_id=BROKER)
     core = observer_core(MemoryLog())
-    assert machine.due(core, 0) == [] and machine.deadline_ms() is None
+    assert not machine.has_work(0) and machine.deadline_ms() is None
     call = ControllerCall(CreateTopicsRequest(), 5, lambda _answer: None)
     with pytest.raises(AssertionError, match="has no controller"):
         machine.call(call, core, 0)
@@ -203,10 +204,10 @@ async def test_a_waiter_wakes_when_the_image_satisfies_its_condition() -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(wait)
         await trio.testing.wait_all_tasks_blocked()
-        machine.observe(ready(OffsetRange(0, 4)), core, 0)
+        observe(machine, ready(OffsetRange(0, 4)), core, 0)
         await trio.testing.wait_all_tasks_blocked()
         assert found == []
-        machine.observe(ready(OffsetRange(4, 6)), core, 0)
+        observe(machine, ready(OffsetRange(4, 6)), core, 0)
     assert [image.provenance.offset for image in found] == [6]
 
 

@@ -13,6 +13,7 @@ import pytest
 from quorum.controller.controller import QuorumController
 from quorum.controller.error_responses import CONTROLLER_REQUESTS
 from quorum.controller.image import NO_LEADER, LeaderRecoveryState
+from quorum.controller.operations import Steps, from_result
 from quorum.controller.results import ControllerConfig, ControllerResult
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.allocate_producer_ids import AllocateProducerIdsRequest
@@ -265,8 +266,10 @@ def test_records_that_would_not_replay_stop_the_controller(
     ))
     before = quorum.active.working
 
-    def backwards(*args: Any) -> ControllerResult[Any]:
-        return ControllerResult((ProducerIdsRecord(broker_id=1, next_producer_id=1),), None)
+    def backwards(*args: Any) -> Steps[Any]:
+        return from_result(
+            lambda: ControllerResult((ProducerIdsRecord(broker_id=1, next_producer_id=1),), None)
+        )
 
     monkeypatch.setitem(quorum.active._commands, AllocateProducerIdsRequest, backwards)
     with pytest.raises(AssertionError, match="do not replay"):

@@ -19,6 +19,7 @@ from quorum.raft import LeaderAndEpoch, OffsetRange, RaftCore, Ready
 from quorum.raft.snapshots import snapshot_timestamp_ms
 from tests.unit.broker.records import append_records, fold, metadata_version, register, topic
 from tests.unit.controller.cluster_world import CONFIG
+from tests.unit.node.machines import observe_and_work
 
 
 def test_bytes_since_the_last_snapshot_make_one_due_at_the_limit() -> None:
@@ -73,6 +74,7 @@ class CommittedCore:
     state = None  # no election state: not the leader
     epoch = 3
     high_watermark = None
+    next_append_offset = None  # not the leader: nothing to append
 
     def __init__(self, log: MemoryLog) -> None:
         self.log = log
@@ -107,7 +109,7 @@ def test_the_controller_stamps_its_snapshot_with_the_last_replayed_batch_time() 
     machine = ControllerMachine(QuorumController(CONFIG, rng=random.Random(0)),
                                 snapshot_max_bytes=1)
     committed = Ready(leader=LeaderAndEpoch(1, 3), role="Follower", committed=OffsetRange(0, 3))
-    machine.observe(committed, core, 0)
+    observe_and_work(machine, committed, core, 0)
     assert log.snapshot_ids() == [OffsetAndEpoch(3, 3)]
     assert snapshot_timestamp_ms(log, OffsetAndEpoch(3, 3)) == 2_500
     # a controller that starts from that snapshot stamps its next one with the next batch's time
@@ -116,7 +118,7 @@ def test_the_controller_stamps_its_snapshot_with_the_last_replayed_batch_time() 
                               snapshot_max_bytes=1)
     loaded = Ready(leader=LeaderAndEpoch(1, 3), role="Follower",
                    loaded_snapshot=OffsetAndEpoch(3, 3))
-    again.observe(loaded, core, 0)
+    observe_and_work(again, loaded, core, 0)
     assert again.controller.committed.provenance.offset == 3
-    again.observe(attrs.evolve(committed, committed=OffsetRange(3, 4)), core, 0)
+    observe_and_work(again, attrs.evolve(committed, committed=OffsetRange(3, 4)), core, 0)
     assert snapshot_timestamp_ms(log, OffsetAndEpoch(4, 3)) == 4_000

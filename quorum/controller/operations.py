@@ -1,0 +1,177 @@
+"""Controller commands in bounded slices, and the transactions that frame large ones.
+
+A command (a request, or a timer such as session expiry) is a generator of
+``Slice``s that returns the response (Kafka's ControllerResult, spread over
+several steps). Each slice is a bounded amount of work
+(``MAX_UNITS_PER_SLICE`` records generated or partitions examined); the task
+that owns the Raft core runs one slice per step and serves timers, fetches
+and heartbeats in between. A slice carries the records to append now (maybe
+none: a scan that found nothing yet) and whether records may follow in a
+later slice.
+
+``Operation`` runs one such generator and frames its records (KIP-868): an
+operation whose records all come in one slice appends them as one proposal,
+which the Raft core keeps in one batch (atomic as it is); one whose records
+span several slices appends ``BeginTransactionRecord`` before the first and
+``EndTransactionRecord`` after the last, so that every reader publishes all
+of them or none (``quorum.node.metadata_follower``). A leader change in the
+middle leaves the transaction open in the log; the next active controller
+aborts it first thing (``AbortTransactionRecord``). Kafka refuses such
+requests instead (POLICY_VIOLATION above 10,000 records); here a CreateTopics
+of 100,000 partitions simply takes about a hundred slices.
+
+Operations run one at a time, in arrival order, so a generator may compute
+its records from the image it started on: nothing else changes the image
+before it ends but its own records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Sequence
+from typing import Generic, TypeVar
+
+import attrs
+
+from quorum.controller.results import ControllerResult
+from quorum.controller.slicing import MAX_UNITS_PER_SLICE
+from quorum.wire.messages.metadata_records import BeginTransactionRecord, EndTransactionRecord
+from quorum.wire.metadata_serde import MetadataRecord
+
+__all__ = [
+    "Operation",
+    "Slice",
+    "Steps",
+    "emit_in_slices",
+    "from_result",
+    "run_to_end",
+    "scan_in_slices",
+]
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+@attrs.frozen
+class Slice:
+    """One bounded step's output: records to append now, and whether more may follow."""
+
+    records: Sequence[MetadataRecord] = ()
+    # False: no record follows in a later slice (the generator may still return after)
+    more: bool = False
+    # work done: records generated or partitions examined (None: len(records))
+    units: int | None = None
+
+    @property
+    def work_units(self) -> int:
+        return len(self.records) if self.units is None else self.units
+
+
+Steps = Generator[Slice, None, R]
+
+
+def from_result(compute: Callable[[], ControllerResult[R]]) -> Steps[R]:
+    """A command computed in one go (small by nature): one slice, then the response."""
+    result = compute()
+    if result.records:
+        yield Slice(result.records)
+    return result.response
+
+
+def emit_in_slices(
+    records: Sequence[MetadataRecord], *, more_after: bool = False,
+    limit: int = MAX_UNITS_PER_SLICE,
+) -> Generator[Slice, None, None]:
+    """``records`` in slices of at most ``limit``; the last says whether more follow."""
+    for start in range(0, len(records), limit):
+        end = start + limit
+        yield Slice(records[start:end], more=end < len(records) or more_after)
+
+
+def scan_in_slices(
+    items: Iterable[T],
+    examine: Callable[[T], MetadataRecord | None],
+    *,
+    limit: int = MAX_UNITS_PER_SLICE,
+) -> Generator[Slice, None, list[MetadataRecord]]:
+    """Examine ``items`` ``limit`` per slice (slices without records); return what was found.
+
+    A scan decides nothing until it has seen everything, so the records it
+    finds go out afterwards (``emit_in_slices``), framed as one transaction
+    when there are more than a slice's worth.
+    """
+    found: list[MetadataRecord] = []
+    examined = 0
+    for item in items:
+        record = examine(item)
+        if record is not None:
+            found.append(record)
+        examined += 1
+        if examined >= limit:
+            yield Slice(more=True, units=examined)
+            examined = 0
+    if examined:
+        yield Slice(more=True, units=examined)
+    return found
+
+
+class Operation(Generic[R]):
+    """One command's generator, stepped by its owner; frames multi-slice records.
+
+    ``step()`` runs one slice and returns the records to propose now
+    (transaction markers included); ``done`` and ``response`` tell when the
+    generator has returned. ``in_transaction`` is True between the begin and
+    the end marker: if the operation is dropped then (leadership lost), the
+    transaction stays open in the log until the next leader aborts it.
+    """
+
+    def __init__(self, name: str, steps: Steps[R]) -> None:
+        self.name = name
+        self._steps = steps
+        self.done = False
+        self.response: R | None = None
+        self.in_transaction = False
+        self.last_units = 0
+        self.records_written = 0  # markers included
+
+    def step(self) -> list[MetadataRecord]:
+        assert not self.done, f"{self.name} already ended"
+        try:
+            piece = next(self._steps)
+        except StopIteration as stop:
+            return self._end(stop.value)
+        self.last_units = piece.work_units
+        out = self._frame(piece)
+        self.records_written += len(out)
+        # the generator ends at the next step, after these records are appended, so
+        # what it does last (an answer naming an offset) can see where they landed
+        return out
+
+    def _frame(self, piece: Slice) -> list[MetadataRecord]:
+        records = list(piece.records)
+        if not records:
+            return records
+        if not self.in_transaction and piece.more:
+            self.in_transaction = True
+            records.insert(0, BeginTransactionRecord(name=self.name))
+        elif self.in_transaction and not piece.more:
+            self.in_transaction = False
+            records.append(EndTransactionRecord())
+        return records
+
+    def _end(self, response: R) -> list[MetadataRecord]:
+        self.done = True
+        self.response = response
+        self.last_units = 0
+        if self.in_transaction:  # said more would follow, then found none
+            self.in_transaction = False
+            self.records_written += 1
+            return [EndTransactionRecord()]
+        return []
+
+
+def run_to_end(operation: Operation[R]) -> ControllerResult[R]:
+    """Every slice at once (tests, tools): the records with their markers, and the response."""
+    records: list[MetadataRecord] = []
+    while not operation.done:
+        records += operation.step()
+    return ControllerResult(tuple(records), operation.response)  # type: ignore[arg-type]

@@ -1,0 +1,144 @@
+"""Controller operations: bounded slices, transactions around multi-slice results, the
+abort a new active controller writes first."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from quorum.controller.operations import (
+    Operation,
+    Slice,
+    Steps,
+    emit_in_slices,
+    run_to_end,
+    scan_in_slices,
+)
+from quorum.controller.slicing import MAX_UNITS_PER_SLICE
+from quorum.wire.messages.metadata_records import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
+    EndTransactionRecord,
+    NoOpRecord,
+    TopicRecord,
+)
+from quorum.wire.messages.topics import CreateTopicsRequest, CreateTopicsRequestTopic
+from quorum.wire.metadata_serde import MetadataRecord
+from tests.unit.controller.test_controller import Quorum
+
+
+def _noops(count: int) -> list[MetadataRecord]:
+    return [NoOpRecord() for _ in range(count)]
+
+
+def _steps(*slices: Slice, response: str = "done") -> Steps[str]:
+    yield from slices
+    return response
+
+
+def _step_all(operation: Operation[str]) -> list[list[MetadataRecord]]:
+    proposals = []
+    while not operation.done:
+        proposals.append(operation.step())
+    return proposals
+
+
+def test_records_of_one_slice_go_out_as_one_proposal_without_markers() -> None:
+    operation = Operation("op", _steps(Slice(_noops(3))))
+    proposals = _step_all(operation)
+    assert [len(p) for p in proposals] == [3, 0]
+    assert operation.response == "done" and not operation.in_transaction
+
+
+def test_records_over_several_slices_are_framed_as_one_transaction() -> None:
+    operation = Operation(
+        "CreateTopics", _steps(*emit_in_slices(_noops(2 * MAX_UNITS_PER_SLICE + 1)))
+    )
+    proposals = _step_all(operation)
+    assert isinstance(proposals[0][0], BeginTransactionRecord)
+    assert proposals[0][0].name == "CreateTopics"
+    assert isinstance(proposals[2][-1], EndTransactionRecord)
+    assert [len(p) for p in proposals] == [MAX_UNITS_PER_SLICE + 1, MAX_UNITS_PER_SLICE, 2, 0]
+    assert not operation.in_transaction
+
+
+def test_a_scan_yields_empty_slices_of_bounded_work_then_what_it_found() -> None:
+    def steps() -> Steps[None]:
+        found = yield from scan_in_slices(
+            range(2500), lambda i: NoOpRecord() if i % 1000 == 7 else None
+        )
+        yield from emit_in_slices(found)
+        return None
+
+    operation = Operation("scan", steps())
+    units = []
+    proposals = []
+    while not operation.done:
+        proposals.append(operation.step())
+        units.append(operation.last_units)
+    assert max(units) <= MAX_UNITS_PER_SLICE
+    assert [len(p) for p in proposals if p] == [3]  # one slice of records: no markers
+
+
+def test_an_operation_that_promised_more_and_found_none_still_closes_its_transaction() -> None:
+    operation = Operation("op", _steps(Slice(_noops(2), more=True)))
+    records = run_to_end(operation).records
+    assert isinstance(records[0], BeginTransactionRecord)
+    assert isinstance(records[-1], EndTransactionRecord)
+
+
+def test_a_create_topics_larger_than_a_slice_is_one_transaction_of_bounded_slices() -> None:
+    quorum = Quorum()
+    quorum.lead()
+    quorum.start(1, 2, 3)
+    quorum.commit()
+    request = CreateTopicsRequest(topics=(
+        CreateTopicsRequestTopic(name="big", num_partitions=2500, replication_factor=3),
+        CreateTopicsRequestTopic(name="small", num_partitions=2, replication_factor=2),
+    ))
+    operation = quorum.active.start(request, 5, now_ms=quorum.now_ms, next_offset=len(quorum.log))
+    sizes = []
+    while not operation.done:
+        records = operation.step()
+        sizes.append(len(records))
+        quorum.log.extend(records)
+        quorum.active.appended(records, len(quorum.log))
+    assert max(sizes) <= MAX_UNITS_PER_SLICE + 1  # a marker beside a full slice
+    written = [r for r in quorum.log if r is not None]
+    begins = [r for r in written if isinstance(r, BeginTransactionRecord)]
+    ends = [r for r in written if isinstance(r, EndTransactionRecord)]
+    assert len(begins) == len(ends) == 1
+    topics = [r.name for r in written if isinstance(r, TopicRecord)]
+    assert topics == ["big", "small"]
+    quorum.commit()
+    image = quorum.standby.committed
+    assert len(image.topic("big").partitions) == 2500  # type: ignore[union-attr]
+    assert len(image.topic("small").partitions) == 2  # type: ignore[union-attr]
+    assert [t.error_code for t in operation.response.topics] == [0, 0]  # type: ignore[union-attr]
+
+
+def test_a_new_active_controller_aborts_a_transaction_left_open_first() -> None:
+    quorum = Quorum()
+    quorum.lead()
+    quorum.active.deactivate()
+    result = quorum.active.activate(
+        quorum.now_ms, next_offset=len(quorum.log), epoch=9, open_transaction=1
+    )
+    assert isinstance(result.records[0], AbortTransactionRecord)
+    assert "offset 1" in (result.records[0].reason or "")
+
+
+@pytest.mark.parametrize("partitions", [1, MAX_UNITS_PER_SLICE - 3])
+def test_a_create_topics_within_one_slice_writes_no_markers(partitions: int) -> None:
+    quorum = Quorum()
+    quorum.lead()
+    quorum.start(1, 2)
+    request = CreateTopicsRequest(topics=(
+        CreateTopicsRequestTopic(name="t", num_partitions=partitions, replication_factor=2),
+    ))
+    records = quorum.send(request, 5).records
+    assert not any(
+        isinstance(r, BeginTransactionRecord | EndTransactionRecord) for r in records
+    )
+    assert uuid.UUID(int=0) not in {getattr(r, "topic_id", None) for r in records}
