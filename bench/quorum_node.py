@@ -22,7 +22,7 @@ import time
 import trio
 
 from quorum.config import load_server_config
-from quorum.node import ControllerNode, FsyncPlacement, NodeAddress
+from quorum.node import ControllerNode, FsyncPlacement, Lifeline, NodeAddress, take_lifeline
 from quorum.node.process import configure_logging, ready_line, serve_until_signalled
 
 __all__ = ["main"]
@@ -80,7 +80,7 @@ async def _workload(node: ControllerNode, args: argparse.Namespace) -> None:
     print("BENCH " + json.dumps({"latencies_s": latencies, "commits_per_s": rate}), flush=True)
 
 
-async def _run(node: ControllerNode, args: argparse.Namespace) -> None:
+async def _run(node: ControllerNode, args: argparse.Namespace, lifeline: Lifeline | None) -> None:
     async with trio.open_nursery() as nursery:
         if args.embedded_sequential or args.embedded_commits:
             nursery.start_soon(_workload, node, args)
@@ -88,7 +88,7 @@ async def _run(node: ControllerNode, args: argparse.Namespace) -> None:
         def on_ready(address: NodeAddress) -> None:
             print(ready_line(node.node_id, address), flush=True)
 
-        await serve_until_signalled(node, on_ready)
+        await serve_until_signalled(node, on_ready, lifeline=lifeline)
         nursery.cancel_scope.cancel()
 
 
@@ -107,12 +107,13 @@ def main() -> None:
     configure_logging(config.node_id, args.log_level)
     fsync = FsyncPlacement.INLINE if args.fsync_direct else FsyncPlacement.INLINE_WHEN_FOLLOWING
     node = ControllerNode.from_config(config, fsync=fsync)
+    lifeline = take_lifeline()  # a bench killed mid-run must not leave its nodes running
     # CPU time, not wall time: on a shared machine, waiting for a core is not our cost
     profiler = cProfile.Profile(time.process_time) if args.profile else None
     if profiler is not None:
         profiler.enable()
     try:
-        trio.run(_run, node, args)
+        trio.run(_run, node, args, lifeline)
     finally:
         if profiler is not None:
             profiler.disable()

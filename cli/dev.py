@@ -25,11 +25,17 @@ __all__ = ["dev"]
 _WATCH_INTERVAL_S = 0.5
 
 
-def _interrupt_on_sigterm() -> None:
+def _interrupt_on_signals() -> None:
+    """SIGTERM and SIGINT raise KeyboardInterrupt (the orderly stop below).
+
+    SIGINT explicitly too: Python installs its own handler only when SIGINT
+    is not ignored at start, and a shell starting a background job without
+    job control ignores it, so Ctrl-C (or kill -INT) would then do nothing."""
     def handler(signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
     signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
 
 
 def _metrics(cluster: LocalCluster, node_id: int) -> str:
@@ -106,7 +112,7 @@ def dev(controllers: int, brokers: int, data_dir: Path, base_port: int, host: st
     spec = ClusterSpec(controllers=controllers, brokers=brokers, host=host,
                        base_port=base_port or None, test_profile=test_profile, metrics=True)
     cluster = LocalCluster(data_dir, spec)
-    _interrupt_on_sigterm()
+    _interrupt_on_signals()
     try:
         cluster.start()
         click.echo(_banner(cluster, cluster.leader()))

@@ -13,6 +13,15 @@ program (``kraft dev`` then stops the nodes in order). stdout and stderr of ever
 ``<base>/controller-N/node.log``. Every wait polls with a deadline and
 fails with the tail of the node's log. Leaving the ``with`` block kills and
 reaps every process this launcher started, and nothing else (by PID).
+
+A launcher that dies without leaving the block (kill -9 of a test run or of
+``kraft dev``) takes its nodes with it: each cluster owns a lifeline pipe
+whose write end only this process holds (close-on-exec, and every node is
+started with ``close_fds``, so no node of this or another cluster inherits
+it); every node gets the read end (``pass_fds``, named by
+``PYKRAFT_LIFELINE_FD``) and stops when it reads end of file
+(``quorum.node.lifeline``). Nodes started from the main thread also ask
+Linux for SIGTERM when it exits, in case the write end leaked elsewhere.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -40,6 +50,7 @@ from deploy.probes import is_serving
 from deploy.proxy import CutMode, LinkProxy
 from deploy.quorum_view import QuorumView
 from deploy.waiting import wait_until
+from quorum.node import lifeline_environ
 
 __all__ = ["ClusterSpec", "LaunchError", "LocalCluster"]
 
@@ -63,6 +74,8 @@ class LocalCluster(QuorumView):
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
         self._starts: dict[int, int] = {}
         self._log_starts: dict[int, int] = {}
+        # (read end, write end) of the lifeline pipe, made by the first start
+        self._lifeline: tuple[int, int] | None = None
 
     # -- setting up and tearing down ----------------------------------------------------
 
@@ -110,6 +123,10 @@ class LocalCluster(QuorumView):
             self._reap(node_id, signal.SIGKILL)
         for proxy in self.proxies.values():
             proxy.close()
+        if self._lifeline is not None:
+            for fd in self._lifeline:
+                os.close(fd)
+            self._lifeline = None
 
     def __enter__(self) -> LocalCluster:
         try:
@@ -160,6 +177,12 @@ class LocalCluster(QuorumView):
             p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p
         )
         env["PYTHONUNBUFFERED"] = "1"
+        lifeline = self._lifeline_read_end()
+        # the kernel's parent-death signal follows the forking thread, not this process:
+        # safe only from the main thread, which lives as long as the launcher
+        env.update(lifeline_environ(
+            lifeline, parent_death_signal=threading.current_thread() is threading.main_thread(),
+        ))
         program = self.spec.command or (sys.executable, "-m", "cli", "server-start")
         command = [*program, *args, str(node.config_path)]
         with node.log_path.open("ab") as log:
@@ -170,7 +193,7 @@ class LocalCluster(QuorumView):
             log.flush()
             self._processes[node_id] = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                cwd=self.base_dir, env=env, start_new_session=True,
+                cwd=self.base_dir, env=env, start_new_session=True, pass_fds=(lifeline,),
             )
         if wait:
             self.wait_ready(node_id)
@@ -288,6 +311,16 @@ class LocalCluster(QuorumView):
         if not self.proxies:
             raise LaunchError("links can be cut only with ClusterSpec(link_proxies=True)")
         return self.proxies[(source, target)]
+
+    def _lifeline_read_end(self) -> int:
+        """The lifeline's read end, for a node to inherit; the write end stays here.
+
+        Both ends are close-on-exec (os.pipe), and subprocess closes every fd
+        but ``pass_fds`` in a child: a node holding the write end would keep
+        the pipe open after this process died, and no node would ever stop."""
+        if self._lifeline is None:
+            self._lifeline = os.pipe()
+        return self._lifeline[0]
 
     def _reap(self, node_id: int, sig: signal.Signals) -> int:
         process = self._processes.pop(node_id)

@@ -1,12 +1,14 @@
 """The trio side of a node: listener, peer links, the task that owns the Raft
-core (fsync before acknowledging), long-poll fetches, the in-process writer
-and orderly shutdown. The pieces every node shares (``MetadataNode``,
-``raft_parts``, ``listener.Router``, ``local_answers``, ``process``) serve
-the controller here and the broker and combined nodes in ``broker``."""
+core (fsync before acknowledging), long-poll fetches, the in-process writer,
+orderly shutdown and the launcher's lifeline. The pieces every node shares
+(``MetadataNode``, ``raft_parts``, ``listener.Router``, ``local_answers``,
+``process``) serve the controller here and the broker and combined nodes in
+``broker``."""
 
 from quorum.node.driver import FsyncPlacement
 from quorum.node.errors import AppendError, NodeStartupError, QuorumStateError
 from quorum.node.inputs import AppendOutcome
+from quorum.node.lifeline import Lifeline, lifeline_environ, take_lifeline
 from quorum.node.listener import Router
 from quorum.node.metadata_node import MetadataNode
 from quorum.node.node import ControllerNode, NodeAddress
@@ -20,6 +22,7 @@ __all__ = [
     "AppendOutcome",
     "ControllerNode",
     "FsyncPlacement",
+    "Lifeline",
     "MetadataNode",
     "NodeAddress",
     "NodeSettings",
@@ -29,5 +32,7 @@ __all__ = [
     "RaftNodeSettings",
     "Router",
     "controller_listener_table",
+    "lifeline_environ",
     "node_settings",
+    "take_lifeline",
 ]

@@ -3,12 +3,15 @@
 For every kind of node (a controller, a broker, a combined node): SIGTERM or
 SIGINT asks the node to stop in order (a leader hands over with
 EndQuorumEpoch first, a broker asks for a controlled shutdown; ``stop_text``
-says which in the log); a second signal stops it at once. ``on_ready`` is
-called with the address ``run`` reports once the node serves requests,
-unless a stop was asked meanwhile; launchers wait for the ready line on
-stdout. Every node process passes through ``serve_until_signalled``, which
-runs a ``LoopMonitor`` on the trio thread for the node's ``activity``: how
-long the thread goes without serving I/O, and which task held it.
+says which in the log); a second signal stops it at once. A node that a
+launcher started (``quorum.node.lifeline``) stops in order as well when the
+launcher dies, and at once if that takes longer than ``LIFELINE_GRACE_S``.
+``on_ready`` is called with the address ``run`` reports once the node
+serves requests, unless a stop was asked meanwhile; launchers wait for the
+ready line on stdout. Every node process passes through
+``serve_until_signalled``, which runs a ``LoopMonitor`` on the trio thread
+for the node's ``activity``: how long the thread goes without serving I/O,
+and which task held it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Protocol
 import trio
 
 from quorum.metrics import NodeActivity, monitor_loop
+from quorum.node.lifeline import LIFELINE_GRACE_S, Lifeline, take_lifeline, wait_until_launcher_gone
 from quorum.node.node import NodeAddress
 
 __all__ = [
@@ -72,7 +76,10 @@ async def serve_until_signalled(
     on_ready: Callable[[NodeAddress], None],
     *,
     stop_text: str = "shutting down",
+    lifeline: Lifeline | None,
 ) -> None:
+    """Run ``node`` until it stops; ``lifeline`` (``take_lifeline()``, None when no
+    launcher started this process) is watched for the launcher's end."""
     with (
         monitor_loop(node.activity),
         trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals,
@@ -86,18 +93,37 @@ async def serve_until_signalled(
                 nursery.cancel_scope.cancel()
 
             async def watch() -> None:
+                # a second *signal*, not a signal while stopping: the parent-death
+                # signal follows a lifeline stop and must not cut it short
+                signalled = False
                 async for signum in signals:
-                    if node.stopping:
+                    if signalled:
                         logger.warning("second signal: stopping at once")
                         nursery.cancel_scope.cancel()
                         return
+                    signalled = True
                     logger.info("%s: %s", signal.Signals(signum).name, stop_text)
                     node.stop()
 
             nursery.start_soon(watch)
+            if lifeline is not None:
+                nursery.start_soon(_stop_when_launcher_gone, node, lifeline, stop_text,
+                                   nursery.cancel_scope)
             address = await nursery.start(run_then_stop_watching)
             if not node.stopping:
                 on_ready(address)
+
+
+async def _stop_when_launcher_gone(node: RunnableNode, lifeline: Lifeline, stop_text: str,
+                                   serving: trio.CancelScope) -> None:
+    await wait_until_launcher_gone(lifeline.fd)
+    logger.warning("launcher gone (lifeline pipe closed): %s, at most %.0f s",
+                   stop_text, LIFELINE_GRACE_S)
+    node.stop()
+    await trio.sleep(LIFELINE_GRACE_S)
+    logger.warning("still running %.0f s after the launcher went: stopping at once",
+                   LIFELINE_GRACE_S)
+    serving.cancel()
 
 
 def run_node_process(
@@ -106,9 +132,12 @@ def run_node_process(
     *,
     stop_text: str = "shutting down",
 ) -> None:
-    """``trio.run`` the node until a signal; a start-up failure raises as itself."""
+    """``trio.run`` the node until a signal (or its launcher's end); a start-up failure
+    raises as itself."""
+    lifeline = take_lifeline()
     try:
-        trio.run(partial(serve_until_signalled, node, on_ready, stop_text=stop_text))
+        trio.run(partial(serve_until_signalled, node, on_ready, stop_text=stop_text,
+                         lifeline=lifeline))
     except BaseExceptionGroup as group:
         raise _single(group) from None
 

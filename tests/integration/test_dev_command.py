@@ -32,8 +32,13 @@ def wait_for_text(path: Path, text: str, process: subprocess.Popen[bytes], timeo
 
 def test_kraft_dev_runs_a_quorum_until_ctrl_c_and_then_stops_every_node(tmp_path: Path) -> None:
     out = tmp_path / "dev.out"
-    command = [sys.executable, "-m", "cli", "dev", "--base-port", "0", "--test-profile",
-               "--host", "127.0.0.1", "--data-dir", str(tmp_path / "data")]
+    dev = [sys.executable, "-m", "cli", "dev", "--base-port", "0", "--test-profile",
+           "--host", "127.0.0.1", "--data-dir", str(tmp_path / "data")]
+    # started as a shell without job control starts a background job: SIGINT ignored,
+    # so Python installs no KeyboardInterrupt handler and kraft dev must install its own
+    command = [sys.executable, "-c", "import os, signal, sys; "
+               "signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])",
+               *dev]
     with out.open("wb") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL)

@@ -104,6 +104,6 @@ class BusyNode:
 async def test_a_node_process_measures_its_loop_into_the_nodes_activity() -> None:
     node = BusyNode()
     ready: list[NodeAddress] = []
-    await serve_until_signalled(node, ready.append)
+    await serve_until_signalled(node, ready.append, lifeline=None)
     assert ready == [NodeAddress("CONTROLLER", "127.0.0.1", 9093)]
     assert max_stall_ms(node.activity) >= 60.0
