@@ -88,15 +88,15 @@ class BrokerRouter(ListenerRouter):
                 )
             self._nursery.start_soon(self._forward, slot, header.api_version, message)
             return
-        slot.complete(self.answer(header.api_version, message))
+        slot.complete(await self.answer(header.api_version, message))
 
     async def _forward(self, slot: ResponseSlot, version: int, message: Any) -> None:
         assert self._forwarder is not None
         slot.complete(await self._forwarder.forward(message, version))
 
-    def answer(self, version: int, message: Any) -> Any:
+    async def answer(self, version: int, message: Any) -> Any:
         """The response to one decoded request answered from the image."""
-        common = self.apis.answer_common(message, node_id=self._view.node_id, image=self._image)
+        common = await self.apis.answer_common(message, node_id=self._view.node_id, image=self._image)
         if common is not None:
             return common
         image = self._image()

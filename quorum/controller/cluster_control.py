@@ -61,6 +61,7 @@ from quorum.controller.broker_sessions import BrokerSessions
 from quorum.controller.delta import fold_records
 from quorum.controller.image import BrokerRegistration, MetadataImage
 from quorum.controller.operations import (
+    RECORDS_PER_SLICE,
     Operation,
     Slice,
     Steps,
@@ -151,7 +152,7 @@ def register_broker_steps(
     sessions.touch(broker_id, ctx.now_ms)
     removals = yield from _scan_removals(image, broker_id, ctx)
     # the epoch is the record's offset: after a BeginTransactionRecord when one comes first
-    framed = 1 + len(removals) > MAX_UNITS_PER_SLICE
+    framed = 1 + len(removals) > RECORDS_PER_SLICE
     epoch = ctx.append_offset() + (1 if framed else 0)
     yield from emit_in_slices([register_broker_record(request, epoch), *removals])
     logger.info("broker %d registers incarnation %s with epoch %d",

@@ -7,10 +7,12 @@ provenance is left out: a controller that replayed the log and a broker that
 loaded a snapshot at the same offset compare equal, and so do two images
 that reach the same state by different records.
 
-Hashing a 10,000-partition image takes tens of milliseconds, and tools and
+Hashing a 100,000-partition image takes a third of a second, and tools and
 tests ask a node about the same image many times between commits, so a
 listener keeps the summary of the last image it was asked about
-(``LatestImageSummary``): images are immutable, so identity is enough.
+(``LatestImageSummary``): images are immutable, so identity is enough. A
+node computes it in slices (``ImageSummaryBuilder``) between which its
+event loop serves everything else.
 """
 
 from __future__ import annotations
@@ -21,17 +23,20 @@ import struct
 from typing import Final
 
 import attrs
+import trio
 
-from quorum.controller.elections import offline_partitions
-from quorum.controller.image import MetadataImage
+from quorum.controller.image import NO_LEADER, MetadataImage
 from quorum.controller.image_json import image_to_json
-from quorum.controller.snapshot import image_records
+from quorum.controller.slicing import MAX_UNITS_PER_SLICE
+from quorum.controller.snapshot import iter_image_records
+from quorum.wire.messages.metadata_records import PartitionRecord
 from quorum.wire.messages.pykraft_describe_image import PykraftDescribeImageResponse
 from quorum.wire.metadata_serde import encode_metadata_record
 
 __all__ = [
     "SHORT_DIGEST_CHARS",
     "ImageSummary",
+    "ImageSummaryBuilder",
     "LatestImageSummary",
     "build_describe_image_response",
     "image_digest",
@@ -44,12 +49,10 @@ _LENGTH: Final = struct.Struct(">I")
 
 def image_digest(image: MetadataImage) -> str:
     """Hex SHA-256 over the image's canonical records (provenance excluded)."""
-    hasher = hashlib.sha256()
-    for record in image_records(image):
-        value = encode_metadata_record(record)
-        hasher.update(_LENGTH.pack(len(value)))
-        hasher.update(value)
-    return hasher.hexdigest()
+    builder = ImageSummaryBuilder(image)
+    while not builder.step(1 << 30):
+        pass
+    return builder.summary().digest
 
 
 def short_digest(digest: str) -> str:
@@ -69,26 +72,93 @@ class ImageSummary:
 
     @classmethod
     def of(cls, image: MetadataImage) -> ImageSummary:
-        partitions = imbalanced = 0
-        for _topic, _index, partition in image.iter_partitions():
-            partitions += 1
-            imbalanced += partition.leader != partition.preferred_leader
-        return cls(
-            image_digest(image), len(offline_partitions(image)), partitions, imbalanced
+        builder = ImageSummaryBuilder(image)
+        while not builder.step(1 << 30):
+            pass
+        return builder.summary()
+
+
+class ImageSummaryBuilder:
+    """An image's summary computed a slice at a time (the image is immutable).
+
+    One pass over the canonical records (``iter_image_records``): every
+    record is hashed, and every PartitionRecord is counted as a partition, as
+    offline (no leader) or as led by other than its preferred replica.
+    """
+
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+        self._records = iter_image_records(image)
+        self._hasher = hashlib.sha256()
+        self._partitions = self._offline = self._imbalanced = 0
+        self._done = False
+
+    def step(self, max_units: int) -> bool:
+        """Hash up to ``max_units`` records; True once the whole image is done."""
+        hasher, units = self._hasher, 0
+        while not self._done and units < max_units:
+            record = next(self._records, None)
+            if record is None:
+                self._done = True
+                break
+            value = encode_metadata_record(record)
+            hasher.update(_LENGTH.pack(len(value)))
+            hasher.update(value)
+            if isinstance(record, PartitionRecord):
+                self._partitions += 1
+                self._offline += record.leader == NO_LEADER
+                preferred = record.replicas[0] if record.replicas else NO_LEADER
+                self._imbalanced += record.leader != preferred
+            units += 1
+        return self._done
+
+    def summary(self) -> ImageSummary:
+        assert self._done, "the summary is not complete yet"
+        return ImageSummary(
+            self._hasher.hexdigest(), self._offline, self._partitions, self._imbalanced
         )
 
 
 class LatestImageSummary:
-    """The summary of the last image asked about, computed once per image."""
+    """The summary of the last image asked about, computed once per image, in slices.
+
+    ``of`` computes in one go (tools); ``of_async`` yields to the event loop
+    every ``MAX_UNITS_PER_SLICE`` records, so a node asked for the digest of a
+    100,000-partition image keeps serving meanwhile. Tasks asking about the
+    image being computed wait for that one computation.
+    """
 
     def __init__(self) -> None:
         self._image: MetadataImage | None = None
         self._summary: ImageSummary | None = None
+        self._building: tuple[MetadataImage, trio.Event] | None = None
 
     def of(self, image: MetadataImage) -> ImageSummary:
         if self._summary is None or image is not self._image:
             self._image, self._summary = image, ImageSummary.of(image)
         return self._summary
+
+    async def of_async(self, image: MetadataImage) -> ImageSummary:
+        while True:
+            if self._summary is not None and image is self._image:
+                return self._summary
+            building = self._building
+            if building is None or building[0] is not image:
+                break
+            await building[1].wait()
+        done = trio.Event()
+        self._building = (image, done)
+        try:
+            builder = ImageSummaryBuilder(image)
+            while not builder.step(MAX_UNITS_PER_SLICE):
+                await trio.lowlevel.checkpoint()
+            summary = builder.summary()
+            self._image, self._summary = image, summary
+            return summary
+        finally:
+            if self._building is not None and self._building[1] is done:
+                self._building = None
+            done.set()
 
 
 def build_describe_image_response(

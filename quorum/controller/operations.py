@@ -28,7 +28,7 @@ before it ends but its own records.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Sequence
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 import attrs
 
@@ -38,6 +38,7 @@ from quorum.wire.messages.metadata_records import BeginTransactionRecord, EndTra
 from quorum.wire.metadata_serde import MetadataRecord
 
 __all__ = [
+    "RECORDS_PER_SLICE",
     "Operation",
     "Slice",
     "Steps",
@@ -49,6 +50,10 @@ __all__ = [
 
 R = TypeVar("R")
 T = TypeVar("T")
+
+# records per slice: with a transaction marker or two it still fits one Raft batch
+# (RaftConfig.max_batch_records, the slice bound), so a reader replays it in one slice
+RECORDS_PER_SLICE: Final = MAX_UNITS_PER_SLICE - 2
 
 
 @attrs.frozen
@@ -70,16 +75,15 @@ Steps = Generator[Slice, None, R]
 
 
 def from_result(compute: Callable[[], ControllerResult[R]]) -> Steps[R]:
-    """A command computed in one go (small by nature): one slice, then the response."""
+    """A command computed in one go (bounded by its request), its records in slices."""
     result = compute()
-    if result.records:
-        yield Slice(result.records)
+    yield from emit_in_slices(result.records)
     return result.response
 
 
 def emit_in_slices(
     records: Sequence[MetadataRecord], *, more_after: bool = False,
-    limit: int = MAX_UNITS_PER_SLICE,
+    limit: int = RECORDS_PER_SLICE,
 ) -> Generator[Slice, None, None]:
     """``records`` in slices of at most ``limit``; the last says whether more follow."""
     for start in range(0, len(records), limit):
@@ -150,10 +154,11 @@ class Operation(Generic[R]):
         records = list(piece.records)
         if not records:
             return records
-        if not self.in_transaction and piece.more:
+        # more than one Raft batch's worth is a transaction too, even in one slice
+        if not self.in_transaction and (piece.more or len(records) > RECORDS_PER_SLICE):
             self.in_transaction = True
             records.insert(0, BeginTransactionRecord(name=self.name))
-        elif self.in_transaction and not piece.more:
+        if self.in_transaction and not piece.more:
             self.in_transaction = False
             records.append(EndTransactionRecord())
         return records

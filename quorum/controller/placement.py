@@ -240,6 +240,8 @@ class _Ring:
     def _fits(self, position: int, chosen: list[int]) -> bool:
         if position in chosen:
             return False
+        if self.rack_count == 1:
+            return True  # one rack (or none): every free broker is in a least-used rack
         used = Counter(self.order[i].rack for i in chosen)
         open_racks = {b.rack for i, b in enumerate(self.order) if i not in chosen}
         least = min(used[rack] for rack in open_racks)

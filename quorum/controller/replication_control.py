@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 import attrs
 
 from quorum.controller.image import ConfigResourceType, MetadataImage
-from quorum.controller.operations import Operation, Slice, Steps, run_to_end
+from quorum.controller.operations import RECORDS_PER_SLICE, Operation, Slice, Steps, run_to_end
 from quorum.controller.rejections import Rejected
 from quorum.controller.replica_assignment import (
     active_replicas,
@@ -36,7 +36,6 @@ from quorum.controller.replica_assignment import (
     placement_on_active_brokers,
 )
 from quorum.controller.results import ControllerContext, ControllerResult
-from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.controller.topic_configs import (
     CLUSTER_DEFAULT,
     MIN_INSYNC_REPLICAS,
@@ -318,7 +317,7 @@ def create_topics_steps(
     total = sum(plan.record_count for plan in plans)
     records = itertools.chain.from_iterable(plan.records() for plan in plans)
     written = 0
-    while chunk := list(itertools.islice(records, MAX_UNITS_PER_SLICE)):
+    while chunk := list(itertools.islice(records, RECORDS_PER_SLICE)):
         written += len(chunk)
         yield Slice(chunk, more=written < total)
     return response

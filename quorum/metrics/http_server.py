@@ -12,7 +12,7 @@ text is produced by ``collect`` on the node's own trio loop when asked.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import trio
@@ -63,7 +63,9 @@ async def _read_head(stream: trio.abc.Stream) -> bytes:
     return head
 
 
-def _route(head: bytes, collect: Callable[[], str]) -> tuple[int, bytes, str, bool]:
+async def _route(
+    head: bytes, collect: Callable[[], Awaitable[str]]
+) -> tuple[int, bytes, str, bool]:
     request_line = head.split(b"\r\n", 1)[0]
     parts = request_line.split(b" ")
     if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
@@ -74,17 +76,19 @@ def _route(head: bytes, collect: Callable[[], str]) -> tuple[int, bytes, str, bo
         return 405, b"only GET and HEAD\n", "text/plain; charset=utf-8", False
     if target != b"/metrics":
         return 404, b"metrics are at /metrics\n", "text/plain; charset=utf-8", head_only
-    return 200, collect().encode("utf-8"), CONTENT_TYPE, head_only
+    return 200, (await collect()).encode("utf-8"), CONTENT_TYPE, head_only
 
 
 async def handle_metrics_connection(
-    stream: trio.abc.Stream, collect: Callable[[], str], *, deadline_s: float = REQUEST_DEADLINE_S
+    stream: trio.abc.Stream, collect: Callable[[], Awaitable[str]], *, deadline_s: float = REQUEST_DEADLINE_S
 ) -> None:
     """Answer one request on ``stream`` and close it."""
     try:
         with trio.move_on_after(deadline_s) as scope:
             try:
-                status, body, content_type, head_only = _route(await _read_head(stream), collect)
+                status, body, content_type, head_only = await _route(
+                    await _read_head(stream), collect
+                )
             except _BadRequest as bad:
                 status, body, content_type, head_only = (
                     bad.status, f"{_REASONS[bad.status]}\n".encode(), "text/plain", False
@@ -102,7 +106,7 @@ async def handle_metrics_connection(
 
 
 async def serve_metrics(
-    nursery: trio.Nursery, host: str, port: int, collect: Callable[[], str],
+    nursery: trio.Nursery, host: str, port: int, collect: Callable[[], Awaitable[str]],
     *, deadline_s: float = REQUEST_DEADLINE_S,
 ) -> tuple[str, int]:
     """Listen on ``host:port`` (port 0: any free one); returns the bound address."""

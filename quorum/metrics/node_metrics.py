@@ -20,7 +20,7 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from quorum.controller.digest import LatestImageSummary
+from quorum.controller.digest import ImageSummary, LatestImageSummary
 from quorum.controller.image import MetadataImage
 from quorum.metrics.activity import NodeActivity
 from quorum.metrics.activity_families import activity_families, controller_event_families
@@ -95,9 +95,10 @@ class NodeMetrics:
         self._clock = clock  # the clock the node's NodeActivity is fed with
         self._summaries = LatestImageSummary()
 
-    def families(self) -> list[Family]:
+    async def families(self) -> list[Family]:
         families = raft_families(self._core())
-        families += self._image_families(self._image())
+        image = self._image()
+        families += self._image_families(image, await self._summaries.of_async(image))
         if self._controller_active is not None:
             families.append(gauge(
                 "kafka_controller_active_controller_count",
@@ -119,11 +120,10 @@ class NodeMetrics:
                 families += controller_event_families(snapshot)
         return families
 
-    def text(self) -> str:
-        return render(self.families())
+    async def text(self) -> str:
+        return render(await self.families())
 
-    def _image_families(self, image: MetadataImage) -> list[Family]:
-        summary = self._summaries.of(image)
+    def _image_families(self, image: MetadataImage, summary: ImageSummary) -> list[Family]:
         brokers = image.brokers.values()
         fenced = sum(1 for b in brokers if b.fenced)
         return [

@@ -83,17 +83,20 @@ class ListenerApis:
             )
         return header, message
 
-    def answer_common(
+    async def answer_common(
         self, message: Any, *, node_id: int, image: Callable[[], MetadataImage]
     ) -> Any | None:
-        """The answer to ApiVersions or PykraftDescribeImage; None for any other request."""
+        """The answer to ApiVersions or PykraftDescribeImage; None for any other request.
+
+        The image's digest is computed in slices (the node serves meanwhile).
+        """
         if isinstance(message, ApiVersionsRequest):
             return ApiVersionsResponse(api_keys=self._entries)
         if isinstance(message, PykraftDescribeImageRequest):
             current = image()
             return build_describe_image_response(
                 current, node_id=node_id, include_image=message.include_image,
-                summary=self._summaries.of(current),
+                summary=await self._summaries.of_async(current),
             )
         return None
 

@@ -115,7 +115,7 @@ class RequestRouter(ListenerRouter):
         elif header.api_key == PYKRAFT_APPEND_KEY:
             await self._append(slot, message)
         else:
-            slot.complete(self._answer_locally(header.api_version, message))
+            slot.complete(await self._answer_locally(header.api_version, message))
 
     async def _append(self, slot: ResponseSlot, message: PykraftAppendRequest) -> None:
         reply = SlotAppendReply(slot)
@@ -125,8 +125,8 @@ class RequestRouter(ListenerRouter):
             return
         await self._submit(Append(message.records, reply))
 
-    def _answer_locally(self, version: int, message: Any) -> Any:
-        common = self.apis.answer_common(
+    async def _answer_locally(self, version: int, message: Any) -> Any:
+        common = await self.apis.answer_common(
             message, node_id=self._settings.node_id, image=self._image
         )
         if common is not None:

@@ -20,9 +20,12 @@ RECORD_OVERHEAD_BYTES = 24
 
 
 class Accumulator:
-    def __init__(self, *, linger_ms: int, max_batch_bytes: int) -> None:
+    def __init__(
+        self, *, linger_ms: int, max_batch_bytes: int, max_batch_records: int = 1 << 31
+    ) -> None:
         self._linger_ms = linger_ms
         self._max_batch_bytes = max_batch_bytes
+        self._max_batch_records = max_batch_records
         # one entry per proposal: a proposal is never split across batches (below)
         self._pending: list[Sequence[bytes]] = []
         self._pending_count = 0
@@ -54,32 +57,38 @@ class Accumulator:
             not in_flight
             or (deadline is not None and now_ms >= deadline)
             or self._pending_bytes >= self._max_batch_bytes
+            or self._pending_count >= self._max_batch_records
         )
 
     def drain(self) -> list[list[bytes]]:
-        """The pending payloads in order, cut into batches of at most the max batch size.
+        """The pending payloads in order, cut into batches of at most the max batch size
+        and record count.
 
         Cuts fall only between proposals: a batch is appended, replicated and
         committed whole (the high watermark moves at batch ends), so a proposal
-        in one batch is atomic for every state machine; a controller command
-        (a topic and all its partitions) is never seen half applied. Only a
-        proposal larger than a batch by itself is cut, at record boundaries.
+        in one batch is atomic for every state machine. Only a proposal larger
+        than a batch by itself is cut, at record boundaries; the controller
+        frames such results as a metadata transaction (quorum.controller.
+        operations), which readers apply whole.
         """
         chunks: list[list[bytes]] = []
         current: list[bytes] = []
         size = 0
+        max_bytes, max_records = self._max_batch_bytes, self._max_batch_records
         for proposal in self._pending:
             cost = sum(len(p) + RECORD_OVERHEAD_BYTES for p in proposal)
-            if current and size + cost > self._max_batch_bytes:
+            if current and (
+                size + cost > max_bytes or len(current) + len(proposal) > max_records
+            ):
                 chunks.append(current)
                 current, size = [], 0
-            if cost <= self._max_batch_bytes:
+            if cost <= max_bytes and len(proposal) <= max_records:
                 current.extend(proposal)
                 size += cost
                 continue
             for payload in proposal:  # too large for one batch: cut at record boundaries
                 record_cost = len(payload) + RECORD_OVERHEAD_BYTES
-                if current and size + record_cost > self._max_batch_bytes:
+                if current and (size + record_cost > max_bytes or len(current) >= max_records):
                     chunks.append(current)
                     current, size = [], 0
                 current.append(payload)

@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_FETCH_MAX_WAIT_MS",
     "DEFAULT_HIGH_WATERMARK_NOTICE_MS",
     "DEFAULT_LOG_CLEANER_INTERVAL_MS",
+    "DEFAULT_MAX_BATCH_RECORDS",
     "DEFAULT_METADATA_MAX_RETENTION_BYTES",
     "DEFAULT_METADATA_MAX_RETENTION_MS",
     "MAX_BATCH_SIZE_BYTES",
@@ -30,6 +31,7 @@ DEFAULT_METADATA_MAX_RETENTION_BYTES: Final = 100 * 1024 * 1024
 DEFAULT_METADATA_MAX_RETENTION_MS: Final = 7 * 24 * 3600 * 1000
 DEFAULT_LOG_CLEANER_INTERVAL_MS: Final = 60_000
 DEFAULT_HIGH_WATERMARK_NOTICE_MS: Final = 5
+DEFAULT_MAX_BATCH_RECORDS: Final = 1000
 
 
 def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -67,6 +69,10 @@ class RaftConfig:
     fetch_max_wait_ms: int = attrs.field(default=DEFAULT_FETCH_MAX_WAIT_MS, validator=_not_negative)
     fetch_max_bytes: int = attrs.field(default=MAX_BATCH_SIZE_BYTES, validator=_positive)
     max_batch_size_bytes: int = attrs.field(default=MAX_BATCH_SIZE_BYTES, validator=_positive)
+    # pykraft's: at most this many records per batch the leader writes, so a reader
+    # decodes and replays one batch within one bounded slice of its thread's work
+    # (quorum.controller.slicing). Kafka caps a controller batch at 10,000 records.
+    max_batch_records: int = attrs.field(default=DEFAULT_MAX_BATCH_RECORDS, validator=_positive)
     # The MaxBytes of a follower's FetchSnapshot request: the chunk size of a
     # snapshot download. Kafka sends its MAX_FETCH_SIZE_BYTES (8 MiB) here; it
     # is not a setting in the Kafka sources we read.

@@ -77,7 +77,9 @@ class Leadership:
         self.begin_quorum_deadline_ms = now_ms
         self.parked: dict[Hashable, ParkedFetch] = {}
         self.accumulator = Accumulator(
-            linger_ms=config.append_linger_ms, max_batch_bytes=config.max_batch_size_bytes
+            linger_ms=config.append_linger_ms,
+            max_batch_bytes=config.max_batch_size_bytes,
+            max_batch_records=config.max_batch_records,
         )
 
     # -- high watermark ----------------------------------------------------------------

@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Awaitable
 
 import pytest
+import trio
 from hypothesis import given, settings
 
 from quorum.controller import digest as digest_module
@@ -137,20 +139,36 @@ def test_the_latest_summary_hashes_an_image_once_and_a_new_image_again(
 ) -> None:
     hashed: list[MetadataImage] = []
 
-    def counting_digest(image: MetadataImage) -> str:
-        hashed.append(image)
-        return image_digest(image)
+    class CountingBuilder(digest_module.ImageSummaryBuilder):
+        def __init__(self, image: MetadataImage) -> None:
+            hashed.append(image)
+            super().__init__(image)
 
-    monkeypatch.setattr(digest_module, "image_digest", counting_digest)
+    monkeypatch.setattr(digest_module, "ImageSummaryBuilder", CountingBuilder)
     latest = LatestImageSummary()
     first = image_of()
     assert latest.of(first) is latest.of(first)
     # another image is hashed; going back to the first hashes it again (one entry kept)
     leaderless = image_of(PartitionChangeRecord(partition_id=0, topic_id=TOPIC, leader=-1))
     assert latest.of(leaderless) == ImageSummary(image_digest(leaderless), 1, 1, 1)
-    assert hashed == [first, leaderless]
+    assert hashed[:3] == [first, leaderless, leaderless]  # the last by image_digest itself
     assert latest.of(first).digest == image_digest(first)
-    assert len(hashed) == 3
+    assert hashed[3:] == [first, first]
+
+
+async def test_tasks_asking_for_one_image_share_one_computation_in_slices() -> None:
+    image = image_of()
+    latest = LatestImageSummary()
+    found: list[ImageSummary] = []
+    async with trio.open_nursery() as nursery:
+        for _ in range(3):
+            nursery.start_soon(lambda: _append(found, latest.of_async(image)))
+    assert found == [ImageSummary.of(image)] * 3
+    assert await latest.of_async(image) is found[0]
+
+
+async def _append(found: list[ImageSummary], summary: Awaitable[ImageSummary]) -> None:
+    found.append(await summary)
 
 
 def test_the_describe_image_answer_uses_the_summary_it_is_given() -> None:

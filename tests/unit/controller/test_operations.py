@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from quorum.controller.operations import (
+    RECORDS_PER_SLICE,
     Operation,
     Slice,
     Steps,
@@ -53,14 +54,21 @@ def test_records_of_one_slice_go_out_as_one_proposal_without_markers() -> None:
 
 def test_records_over_several_slices_are_framed_as_one_transaction() -> None:
     operation = Operation(
-        "CreateTopics", _steps(*emit_in_slices(_noops(2 * MAX_UNITS_PER_SLICE + 1)))
+        "CreateTopics", _steps(*emit_in_slices(_noops(2 * RECORDS_PER_SLICE + 1)))
     )
     proposals = _step_all(operation)
     assert isinstance(proposals[0][0], BeginTransactionRecord)
     assert proposals[0][0].name == "CreateTopics"
     assert isinstance(proposals[2][-1], EndTransactionRecord)
-    assert [len(p) for p in proposals] == [MAX_UNITS_PER_SLICE + 1, MAX_UNITS_PER_SLICE, 2, 0]
+    assert [len(p) for p in proposals] == [RECORDS_PER_SLICE + 1, RECORDS_PER_SLICE, 2, 0]
+    assert max(len(p) for p in proposals) <= MAX_UNITS_PER_SLICE  # one Raft batch each
     assert not operation.in_transaction
+
+
+def test_one_slice_larger_than_a_batch_is_framed_as_a_transaction_too() -> None:
+    proposals = _step_all(Operation("op", _steps(Slice(_noops(RECORDS_PER_SLICE + 5)))))
+    assert isinstance(proposals[0][0], BeginTransactionRecord)
+    assert isinstance(proposals[0][-1], EndTransactionRecord)
 
 
 def test_a_scan_yields_empty_slices_of_bounded_work_then_what_it_found() -> None:
@@ -129,7 +137,7 @@ def test_a_new_active_controller_aborts_a_transaction_left_open_first() -> None:
     assert "offset 1" in (result.records[0].reason or "")
 
 
-@pytest.mark.parametrize("partitions", [1, MAX_UNITS_PER_SLICE - 3])
+@pytest.mark.parametrize("partitions", [1, RECORDS_PER_SLICE - 2])
 def test_a_create_topics_within_one_slice_writes_no_markers(partitions: int) -> None:
     quorum = Quorum()
     quorum.lead()

@@ -106,15 +106,15 @@ def core() -> RaftCore:
                     rng=random.Random(0), now_ms=0)
 
 
-def test_node_metrics_show_the_activity_on_every_node_and_event_times_on_controllers() -> None:
+async def test_node_metrics_show_the_activity_on_every_node_and_event_times_on_controllers() -> None:
     activity = busy_activity()
     image = fold([metadata_version()])
     broker = NodeMetrics(core=core, image=lambda: image, activity=activity, clock=lambda: 151.0)
     controller = NodeMetrics(core=core, image=lambda: image, activity=activity,
                              controller_active=lambda: True, clock=lambda: 151.0)
-    on_broker, on_controller = parse_samples(broker.text()), parse_samples(controller.text())
+    on_broker, on_controller = parse_samples(await broker.text()), parse_samples(await controller.text())
     for samples in (on_broker, on_controller):
         assert samples['pykraft_event_loop_max_stall_ms{window="1m"}'] == 3.0
     assert not any(k.startswith(EVENTS) for k in on_broker)
     assert on_controller[f"{EVENTS}eventqueuetimems_count"] == 100
-    check_format(controller.text())
+    check_format(await controller.text())

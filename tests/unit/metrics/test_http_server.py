@@ -32,8 +32,11 @@ def status_of(answer: bytes) -> int:
 
 async def start(nursery: trio.Nursery, collect: object = None, deadline_s: float = 5.0
                 ) -> tuple[str, int]:
+    async def text() -> str:
+        return TEXT
+
     return await serve_metrics(
-        nursery, "127.0.0.1", 0, collect or (lambda: TEXT),  # type: ignore[arg-type]
+        nursery, "127.0.0.1", 0, collect or text,  # type: ignore[arg-type]
         deadline_s=deadline_s,
     )
 
@@ -79,7 +82,7 @@ async def test_a_silent_client_is_dropped_after_the_deadline() -> None:
 async def test_a_failing_collector_answers_500_and_does_not_stop_the_server() -> None:
     calls = []
 
-    def collect() -> str:
+    async def collect() -> str:
         calls.append(1)
         if len(calls) == 1:
             raise RuntimeError("a bug in a gauge")

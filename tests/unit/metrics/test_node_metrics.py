@@ -35,9 +35,9 @@ IMAGE = fold([
 ])
 
 
-def test_image_gauges_count_topics_partitions_brokers_offline_and_imbalance() -> None:
+async def test_image_gauges_count_topics_partitions_brokers_offline_and_imbalance() -> None:
     metrics = NodeMetrics(core=lambda: core_of(1, MemoryLog()), image=lambda: IMAGE)
-    samples = parse(metrics.text())
+    samples = parse(await metrics.text())
     assert samples["pykraft_metadata_image_offset"] == IMAGE.provenance.offset
     assert samples[f'pykraft_metadata_image_info{{digest="{image_digest(IMAGE)}"}}'] == 1
     assert samples["kafka_controller_global_topic_count"] == 2
@@ -52,12 +52,13 @@ def test_image_gauges_count_topics_partitions_brokers_offline_and_imbalance() ->
                    for k in samples)
 
 
-def test_raft_gauges_follow_the_core_and_its_log() -> None:
+async def test_raft_gauges_follow_the_core_and_its_log() -> None:
     log = MemoryLog()
     append_records(log, [metadata_version(), register(4, 1)], epoch=1)
     append_records(log, [topic("a")], epoch=1)
     log.create_snapshot(OffsetAndEpoch(2, 1), b"")
-    samples = parse(NodeMetrics(core=lambda: core_of(2, log), image=lambda: IMAGE).text())
+    metrics = NodeMetrics(core=lambda: core_of(2, log), image=lambda: IMAGE)
+    samples = parse(await metrics.text())
     assert samples["kafka_raft_log_end_offset"] == 3
     assert samples["kafka_raft_log_start_offset"] == 0
     assert samples["kafka_raft_latest_snapshot_offset"] == 2
@@ -68,24 +69,24 @@ def test_raft_gauges_follow_the_core_and_its_log() -> None:
     assert states['kafka_raft_current_state{state="unattached"}'] == 1
 
 
-def test_an_observer_core_reports_the_observer_state_and_a_broker_its_own_state() -> None:
+async def test_an_observer_core_reports_the_observer_state_and_a_broker_its_own_state() -> None:
     metrics = NodeMetrics(
         core=lambda: core_of(4, MemoryLog()), image=lambda: IMAGE,
         broker=lambda: BrokerView(state=3, epoch=17),
     )
-    samples = parse(metrics.text())
+    samples = parse(await metrics.text())
     assert samples['kafka_raft_current_state{state="observer"}'] == 1
     assert (samples["kafka_server_broker_state"], samples["kafka_server_broker_epoch"]) == (3, 17)
 
 
-def test_the_controller_gauge_and_the_image_are_read_at_each_scrape() -> None:
+async def test_the_controller_gauge_and_the_image_are_read_at_each_scrape() -> None:
     active = [False]
     images: list[MetadataImage] = [fold([metadata_version()])]
     metrics = NodeMetrics(core=lambda: core_of(1, MemoryLog()), image=lambda: images[-1],
                           controller_active=lambda: active[0])
-    assert parse(metrics.text())["kafka_controller_active_controller_count"] == 0
+    assert parse(await metrics.text())["kafka_controller_active_controller_count"] == 0
     active[0] = True
     images.append(IMAGE)
-    samples = parse(metrics.text())
+    samples = parse(await metrics.text())
     assert samples["kafka_controller_active_controller_count"] == 1
     assert samples["kafka_controller_global_topic_count"] == 2
