@@ -69,14 +69,19 @@ def _describe_position(data: bytes | memoryview, pos: int) -> str:
 
 
 def _decode(batch: DecodedBatch) -> tuple[tuple[int, MetadataRecord], ...]:
-    records = []
+    # the per-record loop of every replay; offsets as batch.offset_of computes them
+    base = batch.header.base_offset
+    records: list[tuple[int, MetadataRecord]] = []
+    append = records.append
     for record in batch.records:
-        offset = batch.offset_of(record)
-        if record.value is None:
+        value = record.value
+        if value is None:
+            offset = base + record.offset_delta
             raise MetadataLogError(f"the metadata record at offset {offset} has no value")
         try:
-            records.append((offset, decode_metadata_record(record.value)))
+            append((base + record.offset_delta, decode_metadata_record(value)))
         except WireError as exc:
+            offset = base + record.offset_delta
             raise MetadataLogError(f"the metadata record at offset {offset}: {exc}") from exc
     return tuple(records)
 

@@ -32,6 +32,7 @@ from quorum.wire.schema import ArrayType, FieldSpec, MessageInfo, StructType, me
 
 __all__ = [
     "codec_source",
+    "compiled_pair",
     "decode",
     "decode_from",
     "encode",
@@ -75,6 +76,16 @@ def _top(cls: type, version: int, error: type[Exception]) -> Compiled:
     found = _compiled(cls, version, version in info.flexible)
     _TOP[(cls, version)] = found
     return found
+
+
+def compiled_pair(cls: type, version: int) -> Compiled:
+    """The compiled encoder and decoder of message ``cls`` at ``version``, for hot loops.
+
+    They skip what ``encode_parts``/``decode_from`` add: the version lookup, the
+    input view and the translation of failures. Callers that take them run the
+    checked functions to report a failure (``quorum.wire.metadata_serde``).
+    """
+    return _top(cls, version, WireEncodeError)
 
 
 def codec_source(cls: type, version: int) -> str:
@@ -121,7 +132,8 @@ def _view(buf: Buffer) -> memoryview:
 def decode_from(cls: type[T], version: int, buf: Buffer, pos: int = 0) -> tuple[T, int]:
     """Decode one ``cls`` at ``version`` starting at ``pos``; returns (message, end position)."""
     compiled = _top(cls, version, WireDecodeError)
-    mv = _view(buf)
+    # bytes are read as they are unless decoded values would be views of them
+    mv = buf if type(buf) is bytes and not compiled.views else _view(buf)
     if not 0 <= pos <= len(mv):
         raise WireDecodeError(f"start position {pos} is outside a buffer of {len(mv)} bytes")
     try:

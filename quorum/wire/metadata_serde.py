@@ -11,13 +11,22 @@ content in a later version: partition records are written at v0 because
 pykraft brokers have one log directory and do no directory assignment
 (KIP-858), so ``Directories`` would carry nothing. Every version of a record
 the schema declares is decoded.
+
+Every node decodes every record it replays, so both directions keep a fast
+path beside the checked one. Decoding looks the value's first three bytes (the
+frame when every varint in it is one byte) up in a table of compiled decoders;
+encoding looks the record's class up. The table fills as the checked path
+succeeds. Whatever the fast path does not take (a frame with a longer varint,
+a value that is not ``bytes``, any failure) goes through the checked path,
+which raises the error a caller sees: the fast path never reports one itself.
 """
 
 from __future__ import annotations
 
-from typing import Final, TypeAlias
+from collections.abc import Callable
+from typing import Any, Final, TypeAlias
 
-from quorum.wire.codec import decode_from, encode_parts
+from quorum.wire.codec import compiled_pair, decode_from, encode_parts
 from quorum.wire.errors import WireDecodeError, WireEncodeError
 from quorum.wire.messages.metadata_records import (
     AbortTransactionRecord,
@@ -111,17 +120,68 @@ _HEADERS: Final[dict[type, bytes]] = {
 }
 
 
+_Encoder = Callable[[Any, list[Any]], None]
+_Decoder = Callable[[bytes, int], tuple[MetadataRecord, int]]
+# class -> (frame, compiled encoder at its write version), filled by the checked path
+_ENCODERS: Final[dict[type, tuple[bytes, _Encoder]]] = {}
+# three-byte frame (version 1, api key, record version) -> compiled decoder that
+# takes the whole value as ``bytes``; filled by the checked path
+_DECODERS: Final[dict[bytes, _Decoder]] = {}
+_FRAME_BYTES: Final = 3
+
+
 def encode_metadata_record(record: MetadataRecord) -> bytes:
     """The record value Kafka's MetadataRecordSerde writes for ``record``."""
-    header = _HEADERS.get(type(record))
+    found = _ENCODERS.get(type(record))
+    if found is not None:
+        header, encode = found
+        parts = [header]
+        try:
+            encode(record, parts)
+        except Exception:  # the checked path raises the error to report
+            return _encode_checked(record)
+        return b"".join(parts)
+    return _encode_checked(record)
+
+
+def _encode_checked(record: MetadataRecord) -> bytes:
+    cls = type(record)
+    header = _HEADERS.get(cls)
     if header is None:
-        raise WireEncodeError(f"{type(record).__name__} is not a metadata record pykraft writes")
-    parts = encode_parts(record, WRITE_VERSIONS[type(record)])
+        raise WireEncodeError(f"{cls.__name__} is not a metadata record pykraft writes")
+    parts = encode_parts(record, WRITE_VERSIONS[cls])
+    _ENCODERS[cls] = (header, compiled_pair(cls, WRITE_VERSIONS[cls]).encode)
     return b"".join([header, *parts])
 
 
 def decode_metadata_record(value: bytes | memoryview) -> MetadataRecord:
     """Parse one record value; raises WireDecodeError naming what is wrong."""
+    if type(value) is bytes:
+        decode = _DECODERS.get(value[:_FRAME_BYTES])
+        if decode is not None:
+            try:
+                record, end = decode(value, _FRAME_BYTES)
+            except Exception:  # the checked path raises the error to report
+                return _decode_checked(value)
+            if end == len(value):
+                return record
+    return _decode_checked(value)
+
+
+def _decoder_of_bytes(cls: type, version: int) -> _Decoder:
+    """The compiled decoder, given a view of the value when decoded fields are views of it."""
+    compiled = compiled_pair(cls, version)
+    if not compiled.views:
+        return compiled.decode
+    decode = compiled.decode
+
+    def decode_viewed(value: bytes, pos: int) -> tuple[Any, int]:
+        return decode(memoryview(value), pos)
+
+    return decode_viewed
+
+
+def _decode_checked(value: bytes | memoryview) -> MetadataRecord:
     frame, pos = decode_unsigned_varint(value, 0)
     if frame != FRAME_VERSION:
         hint = " (KRaft's 2.8 preview format)" if frame == 0 else ""
@@ -144,6 +204,8 @@ def decode_metadata_record(value: bytes | memoryview) -> MetadataRecord:
         raise WireDecodeError(
             f"{len(value) - end} byte(s) of garbage after {cls.__name__} v{version}"
         )
+    if pos == _FRAME_BYTES:
+        _DECODERS[bytes(value[:_FRAME_BYTES])] = _decoder_of_bytes(cls, version)
     return record
 
 
