@@ -39,6 +39,7 @@ deadlines need a clock that never steps back).
 from __future__ import annotations
 
 import enum
+import gc
 import logging
 import math
 import time
@@ -89,6 +90,8 @@ logger = logging.getLogger(__name__)
 
 # inputs queued for the core before senders wait (backpressure on listeners)
 INBOX_SIZE: Final = 4096
+# slices whose results (image parts) outlive them
+_LONG_LIVED_KINDS: Final = frozenset({"replay", "snapshot-load", "controller-op"})
 _MAX_APPENDS_PER_PROPOSAL: Final = 1024
 # DescribeQuorum names the voters' endpoints (Nodes) from v2 on
 _DESCRIBE_QUORUM_NODES_VERSION: Final = 2
@@ -318,6 +321,11 @@ class CoreDriver:
             return
         started = time.perf_counter()
         work = machine.work(self.core, now_ms)
+        if any(report.kind in _LONG_LIVED_KINDS for report in work.slices):
+            # what a replay built lives as long as its image: out of the collector's
+            # generations, or each full collection walks every partition (tens of ms
+            # per 100,000 partitions; the images are acyclic, so refcounts free them)
+            gc.freeze()
         elapsed = time.perf_counter() - started
         if self.activity is not None:
             now_s = trio.current_time()
