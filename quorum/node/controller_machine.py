@@ -20,6 +20,7 @@ refresh their broker's session on arrival (no fencing by load).
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -87,7 +88,8 @@ class ControllerMachine:
         self._claim = False  # leads; activate once replayed up to the epoch start
         self._epoch_start = 0
         self._offline: set[TopicPartition] = set()
-        self._offline_reported: frozenset[TopicPartition] = frozenset()
+        self._offline_changes = 0  # additions and removals so far
+        self._offline_reported_at = 0  # ... when the set was last logged
         # (queue ms, processing ms) of operations finished since the last ``work``
         self._finished: list[tuple[float, float]] = []
 
@@ -228,22 +230,30 @@ class ControllerMachine:
         for change in changes:
             old_topic, new_topic = change.old_topic, change.new_topic
             if change.old is not None and old_topic is not None:
-                offline.discard(TopicPartition(old_topic.name, change.index))
+                gone = TopicPartition(old_topic.name, change.index)
+                if gone in offline:
+                    offline.discard(gone)
+                    self._offline_changes += 1
             if change.new is not None and new_topic is not None and not change.new.has_leader:
-                offline.add(TopicPartition(new_topic.name, change.index))
-        if last and offline != self._offline_reported:
+                added = TopicPartition(new_topic.name, change.index)
+                if added not in offline:
+                    offline.add(added)
+                    self._offline_changes += 1
+        if last and self._offline_changes != self._offline_reported_at:
+            self._offline_reported_at = self._offline_changes
             self._report_offline()
 
     def _report_offline(self) -> None:
-        self._offline_reported = frozenset(self._offline)
+        # a bounded sample: sorting 100,000 offline partitions would stall the node
         if not self._offline:
             logger.info("no partition is offline")
             return
-        shown = ", ".join(str(tp) for tp in sorted(self._offline)[:20])
-        more = f" and {len(self._offline) - 20} more" if len(self._offline) > 20 else ""
+        count = len(self._offline)
+        shown = ", ".join(str(tp) for tp in sorted(itertools.islice(self._offline, 20)))
+        more = f" and {count - 20} more" if count > 20 else ""
         logger.warning(
             "%d partition(s) offline, no eligible leader in the ISR and unclean election "
-            "not enabled for them: %s%s", len(self._offline), shown, more,
+            "not enabled for them: %s%s", count, shown, more,
         )
 
     # -- leadership ----------------------------------------------------------------------------
