@@ -145,6 +145,12 @@ class MemoryLog:
         self._flushed_offset = self._log_end_offset
         return self._flushed_offset
 
+    def flush_up_to(self, offset: int) -> int:
+        """A flush that started when the log ended at ``offset`` (the simulator's flush
+        beside a leader's core): what was appended after it may not be durable."""
+        self._flushed_offset = max(self._flushed_offset, min(offset, self._log_end_offset))
+        return self._flushed_offset
+
     def crash(self) -> None:
         """Lose everything appended since the last flush (a kill before fsync)."""
         if self._flushed_offset < self._log_start_offset:

@@ -1,18 +1,11 @@
-"""``CoreDriver``: the one task that owns the Raft core, and the Ready contract.
+"""``CoreDriver``: the one task that owns the Raft core, executing its ``ReadyPlan``.
 
 Every other task talks to it through one memory channel of inputs
-(``quorum.node.inputs``). For each input it calls the core and handles the
-resulting ``Ready`` completely before it takes the next input
-(``quorum.raft.output``):
-
-1. ``send`` goes out at once (a leader serves fetches before its own flush);
-2. ``persist``: the quorum-state file is replaced durably; then the log is
-   fsynced if ``flush_log`` or anything waits in ``send_after_durable``;
-3. ``send_after_durable`` goes out (a vote, a new epoch, a fetch that tells
-   the leader what this node has: each must survive a crash);
-4. appends that the high watermark passed are answered; the flush is
-   reported to the core (``flushed``), whose Ready is handled the same way;
-5. the core is polled at ``next_deadline_ms``.
+(``quorum.node.inputs``). For each input it calls the core and performs
+every effect ``ReadyPlan.apply`` asks for (``quorum.node.ready_plan``: the
+Ready contract's order, where fsyncs run, what a leader serves beside its
+own flush) before it takes the next input; the plan is sans-I/O and the
+simulator runs it too. The core is polled at ``next_deadline_ms``.
 
 Between two inputs the state machine (``quorum.node.state_machine``) works
 one bounded slice: replay, a snapshot part, a slice of a controller
@@ -21,24 +14,16 @@ alternate, with a checkpoint after each, so a node busy with 100,000
 partitions still answers fetches, votes and heartbeats within a slice's time;
 each slice's duration and units go to the node's ``NodeActivity``.
 
-Where the fsyncs run is the node's ``FsyncPlacement``: a worker thread lets
-listener tasks decode while the disk works; a controller that follows syncs
-on the trio thread, which saves two thread wake-ups per commit. The core's
-task waits for every sync except a leader's own log flush that nothing in
-the Ready waits on: that one runs beside the core, which goes on serving
-fetches and appends (a follower's fetch that arrives meanwhile gets the new
-records at once, so the followers' fsyncs overlap the leader's instead of
-following it; the leader's own offset counts toward the high watermark only
-once the flush is reported). A fetch answer, and any Ready that needs
-durability, first waits for that flush; nothing that truncates or rewrites
-the log runs beside it. Time given to the core is wall-clock milliseconds
-advanced by trio's monotonic clock (DescribeQuorum reports timestamps;
-deadlines need a clock that never steps back).
+Waited fsyncs run on the trio thread or in a worker thread as the plan says
+(``FsyncPlacement``); a leader's flush beside the core runs in a worker
+thread while the core goes on serving fetches and appends, and is reported
+to the plan between inputs. Time given to the core is wall-clock
+milliseconds advanced by trio's monotonic clock (DescribeQuorum reports
+timestamps; deadlines need a clock that never steps back).
 """
 
 from __future__ import annotations
 
-import enum
 import gc
 import logging
 import math
@@ -63,6 +48,18 @@ from quorum.node.inputs import (
     Resign,
 )
 from quorum.node.quorum_state import QuorumStateFile
+from quorum.node.ready_plan import (
+    AwaitFlushBeside,
+    Effects,
+    Flush,
+    FsyncPlacement,
+    Observe,
+    Persist,
+    ReadyPlan,
+    Send,
+    StartFlushBeside,
+    safe_beside_a_flush,
+)
 from quorum.node.state_machine import StateMachineHook
 from quorum.raft import (
     InboundRequest,
@@ -79,8 +76,6 @@ from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     DescribeQuorumResponse,
     DescribeQuorumResponseNode,
-    FetchResponse,
-    FetchSnapshotResponse,
 )
 from quorum.wire.metadata_serde import wrap_payload
 
@@ -96,22 +91,6 @@ _MAX_APPENDS_PER_PROPOSAL: Final = 1024
 # DescribeQuorum names the voters' endpoints (Nodes) from v2 on
 _DESCRIBE_QUORUM_NODES_VERSION: Final = 2
 T = TypeVar("T")
-
-
-class FsyncPlacement(enum.Enum):
-    """Which thread runs the fsyncs the core's task waits for.
-
-    A worker thread keeps the trio thread serving meanwhile, but costs two
-    thread wake-ups per sync (250-500 us on a busy 2-core machine, measured):
-    on a follower that is most of a commit's critical path, and a follower has
-    nothing urgent to serve while it syncs. A broker's trio thread will serve
-    clients, so brokers keep the worker thread. A leader's own flush always runs
-    beside the core in a worker thread unless everything is ``INLINE``.
-    """
-
-    WORKER_THREAD = "worker-thread"
-    INLINE_WHEN_FOLLOWING = "inline-when-following"
-    INLINE = "inline"  # benchmarks only: a leader's sync stalls its fetch serving
 
 
 @attrs.define(eq=False)
@@ -183,19 +162,16 @@ class CoreDriver:
         self._state_file = state_file
         self._send_request = send_request
         self._voter_nodes = voter_nodes
-        self._fsync = fsync
+        self._plan = ReadyPlan(core, log, now_ms=clock.now_ms, fsync=fsync)
         self._machine = machine
         self.activity = activity
         self._inbox_send, self._inbox = trio.open_memory_channel[Input](INBOX_SIZE)
         self._appends = PendingAppends(core.node_id)
-        self._deadline_ms: int | None = None
         self._held: Input | None = None  # taken from the inbox, not handled yet
         self._closed = False
         self._clock = clock
-        # the leader's log flush running beside the core, if any, and whether appends
-        # came after it started (another flush follows once it is reported)
+        # the leader's log flush running beside the core, if any
         self._flush: _BackgroundFlush | None = None
-        self._flush_again = False
         self._waiting_for_input: trio.CancelScope | None = None
         self._nursery: trio.Nursery | None = None
         self.leader = LeaderAndEpoch(core.leader_id, core.epoch)
@@ -253,7 +229,7 @@ class CoreDriver:
                     if item is None and self._background_flush_ended():
                         continue
                 if item is not None or self._core_due():
-                    if not _safe_beside_a_flush(item):
+                    if not safe_beside_a_flush(item):
                         await self._wait_background_flush()
                     # the flush may have ended before trio resumed its task: count it first
                     await self._report_background_flush()
@@ -265,13 +241,9 @@ class CoreDriver:
 
     # -- the leader's flush beside the core --------------------------------------------------
 
-    def _flush_in_background(self) -> None:
-        if self._flush is not None:
-            self._flush_again = True
-            return
-        assert self._nursery is not None, "the driver is not running"
+    def _start_flush_beside(self) -> None:
+        assert self._nursery is not None and self._flush is None, "one flush beside at a time"
         job = self._flush = _BackgroundFlush()
-        self._flush_again = False
         self._nursery.start_soon(self._background_flush_task, job)
 
     async def _background_flush_task(self, job: _BackgroundFlush) -> None:
@@ -291,24 +263,23 @@ class CoreDriver:
             await self._flush.ended.wait()
 
     async def _report_background_flush(self) -> None:
-        """Tell the core what an ended background flush made durable (between inputs only)."""
+        """Tell the plan what an ended background flush made durable (between inputs only)."""
         if not self._background_flush_ended():
             return
         assert self._flush is not None and self._flush.flushed is not None
         flushed, self._flush = self._flush.flushed, None
-        ready = self.core.flushed(flushed, self.now_ms())
-        if self._flush_again and self._log.flushed_offset < self._log.log_end_offset:
-            ready = attrs.evolve(ready, flush_log=True)
-        await self._apply(ready)
+        await self._perform(self._plan.flush_beside_ended(flushed))
 
     def _next_wakeup_ms(self) -> int | None:
         machine_ms = None if self._machine is None else self._machine.deadline_ms()
-        if machine_ms is None or self._deadline_ms is None:
-            return self._deadline_ms if machine_ms is None else machine_ms
-        return min(machine_ms, self._deadline_ms)
+        core_ms = self._plan.deadline_ms
+        if machine_ms is None or core_ms is None:
+            return core_ms if machine_ms is None else machine_ms
+        return min(machine_ms, core_ms)
 
     def _core_due(self) -> bool:
-        return self._deadline_ms is not None and self.now_ms() >= self._deadline_ms
+        deadline = self._plan.deadline_ms
+        return deadline is not None and self.now_ms() >= deadline
 
     def _machine_has_work(self) -> bool:
         return self._machine is not None and self._machine.has_work(self.now_ms())
@@ -398,38 +369,33 @@ class CoreDriver:
         return ready
 
     async def _apply(self, ready: Ready) -> None:
-        while True:
-            self._send(ready.send)
-            waits_on_disk = ready.persist is not None or bool(ready.send_after_durable)
-            leading = ready.role == "Leader"
-            flushed = self._log.flushed_offset
-            # a leader's own flush that nothing here waits on: beside the core, reported later
-            beside = ready.flush_log and not waits_on_disk and leading and (
-                self._fsync is not FsyncPlacement.INLINE
-            )
-            if beside:
-                if flushed < self._log.log_end_offset:
-                    self._flush_in_background()
-            elif waits_on_disk or ready.flush_log:
-                await self._wait_background_flush()
-                if ready.persist is not None:
-                    await self._durably(leading, self._state_file.write, ready.persist)
-                if (ready.flush_log or ready.send_after_durable) and (
-                    flushed < self._log.log_end_offset
-                ):
-                    flushed = await self._durably(leading, self._log.flush)
-                self._send(ready.send_after_durable)
-            await self._observe(ready)
-            self._deadline_ms = ready.next_deadline_ms
-            if beside or not ready.flush_log:
-                return
-            ready = self.core.flushed(flushed, self.now_ms())
+        await self._perform(self._plan.apply(ready))
 
-    async def _durably(self, leading: bool, fn: Callable[..., T], *args: Any) -> T:
-        placement = self._fsync
-        if placement is FsyncPlacement.WORKER_THREAD or (
-            placement is FsyncPlacement.INLINE_WHEN_FOLLOWING and leading
-        ):
+    async def _perform(self, effects: Effects) -> None:
+        """Carry out what the plan asks for, sending back each result."""
+        result: Any = None
+        while True:
+            try:
+                effect = effects.send(result)
+            except StopIteration:
+                return
+            result = None
+            if isinstance(effect, Send):
+                self._send(effect.messages)
+            elif isinstance(effect, Observe):
+                await self._observe(effect.ready)
+            elif isinstance(effect, Flush):
+                result = await self._durably(effect.on_thread, self._log.flush)
+            elif isinstance(effect, Persist):
+                await self._durably(effect.on_thread, self._state_file.write, effect.state)
+            elif isinstance(effect, StartFlushBeside):
+                self._start_flush_beside()
+            else:
+                assert isinstance(effect, AwaitFlushBeside), effect
+                await self._wait_background_flush()
+
+    async def _durably(self, on_thread: bool, fn: Callable[..., T], *args: Any) -> T:
+        if on_thread:
             return await trio.to_thread.run_sync(fn, *args)
         return fn(*args)
 
@@ -466,23 +432,6 @@ class CoreDriver:
             self._machine.observe(ready, self.core, self.now_ms())
         self.changed.set()
         self.changed = trio.Event()
-
-
-def _safe_beside_a_flush(item: Input | None) -> bool:
-    """Whether a leader may handle ``item`` (None: its timers) while its log flush runs.
-
-    Everything but the answers to a fetch: a leader's steps append or read,
-    never truncate; a step that ends the leadership (a Vote or
-    BeginQuorumEpoch of a newer epoch) comes with a Ready to persist, and
-    ``_apply`` waits for the flush before it writes anything durable. A Fetch
-    or FetchSnapshot answer is where a node that no longer leads truncates its
-    log or loads a snapshot, so it waits. Timers, requests and the answers to
-    a leader's own requests keep being served during a slow disk.
-    """
-    return not (
-        isinstance(item, InboundResponse)
-        and isinstance(item.message, FetchResponse | FetchSnapshotResponse)
-    )
 
 
 def _refuse(item: Input) -> None:

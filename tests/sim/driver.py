@@ -1,26 +1,23 @@
-"""One simulated node: the Raft core, its disk, and a driver that follows the Ready contract.
+"""One simulated node: the Raft core, its disk, and the production ``ReadyPlan``.
 
-The driver does what the trio driver will (``quorum.raft.output``): it handles
-one ``Ready`` completely before the core sees its next input. For a Ready
-that needs durability it
+The node runs the plan the trio driver runs (``quorum.node.ready_plan``):
+for each input it calls the core and performs every effect the plan asks
+for, with simulated time instead of real I/O. A send goes out at once; a
+quorum-state write and a waited log flush are fsyncs that take simulated
+time, during which the node is busy and its inputs wait in an inbox, as they
+would in a memory channel; a leader's flush beside the core is an fsync
+event too, but the leader goes on handling inputs meanwhile (those the plan
+calls safe beside a flush), and it reports the flush between two inputs. A
+flush claims only what was written when it started, as the file log's does.
 
-1. sends ``send`` at once,
-2. writes the quorum-state file (``persist``; an fsync that takes simulated
-   time) and then flushes the log (another fsync, when there is anything to
-   flush),
-3. only then sends ``send_after_durable``, hands ``loaded_snapshot`` and
-   ``committed`` to the state machine (``tests.sim.machine``) and reports the
-   flush to the core with ``flushed``.
+When the state machine (``tests.sim.machine``) has applied enough records it
+takes a snapshot of its state; the node writes it (``RaftCore.create_snapshot``)
+in a later event of its own, as an input of the core, so the checker has seen
+the committed records before the log start may move past them.
 
-When the state machine has applied enough records it takes a snapshot of its
-state; the driver writes it (``RaftCore.create_snapshot``) in a later event of
-its own, as an input of the core, so the checker has seen the committed
-records before the log start may move past them.
-
-Inputs that arrive meanwhile wait in an inbox, as they would in a memory
-channel. A kill drops the inbox, the unflushed log tail and any quorum-state
-write not yet complete; a restart builds a new ``RaftCore`` from what the disk
-holds. Every event scheduled by an earlier life of the node is ignored.
+A kill drops the inbox, the unflushed log tail and any quorum-state write not
+yet complete; a restart builds a new ``RaftCore`` from what the disk holds.
+Every event scheduled by an earlier life of the node is ignored.
 """
 
 from __future__ import annotations
@@ -30,6 +27,19 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from quorum.node.ready_plan import (
+    AwaitFlushBeside,
+    Effects,
+    Flush,
+    FsyncPlacement,
+    Observe,
+    Persist,
+    ReadyPlan,
+    Send,
+    StartFlushBeside,
+    safe_beside_a_flush,
+)
+from quorum.raft import ElectionState
 from quorum.raft.config import RaftConfig
 from quorum.raft.core import RaftCore
 from quorum.raft.errors import NotLeaderError
@@ -53,13 +63,17 @@ class SimNode:
         self.is_voter = is_voter
         self.disk = Disk()
         self.core: RaftCore | None = None
+        self.plan: ReadyPlan | None = None
         self.incarnation = 0
-        self.busy = False
+        self.busy = False  # the plan waits for a write or a flush
         self.paused = False  # SIGSTOP: inputs wait, timers do not fire
-        self.inbox: deque[tuple[str, CoreCall]] = deque()
+        self.inbox: deque[tuple[str, CoreCall, object]] = deque()
         self._poll_token = 0
         self._poll_at: int | None = None  # when the live poll event is due
         self._draining = False
+        # the flush running beside the core: None, or what it made durable once it ended
+        self._beside_flushed: int | None = None
+        self._beside_waiter: Effects | None = None  # a plan waiting for that flush to end
         # the offset up to which this life handed committed records to the state machine
         self.applied_end = 0
         self.machine = SimMachine(node_id, None)
@@ -74,6 +88,11 @@ class SimNode:
         assert self.core is not None, f"node {self.node_id} is down"
         return self.core
 
+    @property
+    def _plan(self) -> ReadyPlan:
+        assert self.plan is not None, f"node {self.node_id} is down"
+        return self.plan
+
     # -- life and death --------------------------------------------------------------------
 
     def start(self, config: RaftConfig, rng: random.Random) -> None:
@@ -83,6 +102,8 @@ class SimNode:
         self.machine = SimMachine(self.node_id, self.sim.world.snapshot_every)
         self._first_ready = True
         self._poll_at = None
+        self._beside_flushed = None
+        self._beside_waiter = None
         now = self.sim.now_ms
         self.core = RaftCore(
             node_id=self.node_id,
@@ -94,15 +115,22 @@ class SimNode:
             config=config,
             election_state=self.disk.election,
         )
+        self.plan = ReadyPlan(
+            self.core, self.disk.log, now_ms=lambda: self.sim.now_ms,
+            fsync=FsyncPlacement.WORKER_THREAD,
+        )
         self.feed("start", lambda core, t: core.poll(t))
 
     def kill(self) -> None:
         """kill -9: the inbox, pending writes and the unflushed log tail are gone."""
         self.core = None
+        self.plan = None
         self.incarnation += 1
         self.busy = False
         self.paused = False
         self._poll_at = None
+        self._beside_flushed = None
+        self._beside_waiter = None
         self.inbox.clear()
         self.disk.log.crash()
 
@@ -121,21 +149,30 @@ class SimNode:
 
     # -- inputs ----------------------------------------------------------------------------
 
-    def feed(self, label: str, call: CoreCall) -> None:
-        """Give the core one input now, or queue it while a Ready is being made durable."""
+    def feed(self, label: str, call: CoreCall, item: object = None) -> None:
+        """Give the core one input now, or queue it while the node cannot take it.
+
+        ``item`` is the inbound envelope, if any: the plan says which inputs a
+        leader may handle while its flush runs beside the core.
+        """
         if self.core is None:
             return
-        if self.busy or self.paused:
-            self.inbox.append((label, call))
+        if self._must_wait(item):
+            self.inbox.append((label, call, item))
             return
         self._run(label, call)
+
+    def _must_wait(self, item: object) -> bool:
+        if self.busy or self.paused:
+            return True
+        return self._plan.flush_beside_running and not safe_beside_a_flush(item)  # type: ignore[arg-type]
 
     def _run(self, label: str, call: CoreCall) -> None:
         try:
             ready = call(self.raft, self.sim.now_ms)
         except NotLeaderError:
             return  # a proposal that reached a node no longer leading: the client retries
-        self._apply(label, ready)
+        self._perform(label, self._plan.apply(ready))
 
     def schedule_poll(self, when_ms: int | None) -> None:
         if when_ms is not None and when_ms == self._poll_at:
@@ -155,57 +192,84 @@ class SimNode:
 
         self.sim.queue.at(when_ms, f"poll {self.node_id}", poll)
 
-    # -- the Ready contract ------------------------------------------------------------------
+    # -- the plan's effects ------------------------------------------------------------------
 
-    def _apply(self, label: str, ready: Ready) -> None:
-        self.sim.observe_ready(self, label, ready)
-        self.sim.send(self, ready.send)
-        if not ready.needs_durability:
-            self._finish(ready)
-            return
-        self.busy = True
+    def _perform(self, label: str, effects: Effects, result: object = None) -> None:
+        """Carry out the plan's effects until it ends or waits for the disk."""
         life = self.incarnation
-        if ready.persist is not None:
-            self.sim.queue.after(
-                self.sim.fsync_ms(),
-                f"write quorum-state {self.node_id}",
-                lambda: self._state_written(life, ready),
-            )
-        else:
-            self._flush_log(life, ready)
+        while True:
+            try:
+                effect = effects.send(result)
+            except StopIteration:
+                self._finish()
+                return
+            result = None
+            if isinstance(effect, Send):
+                self.sim.send(self, effect.messages)
+            elif isinstance(effect, Observe):
+                self.sim.observe_ready(self, label, effect.ready)
+                self._hand_committed(effect.ready)
+            elif isinstance(effect, Persist):
+                self._wait_for_disk(life, label, effects, lambda e=effect: self._persist(e.state))
+                return
+            elif isinstance(effect, Flush):
+                log = self.disk.log
+                if log.flushed_offset >= log.log_end_offset:
+                    result = log.flush()  # nothing to write: no fsync wait
+                    continue
+                self._wait_for_disk(life, label, effects, log.flush)
+                return
+            elif isinstance(effect, StartFlushBeside):
+                self._start_flush_beside(life)
+            else:
+                assert isinstance(effect, AwaitFlushBeside), effect
+                if self._beside_flushed is None:
+                    self.busy = True
+                    self._beside_waiter = effects
+                    return
 
-    def _state_written(self, life: int, ready: Ready) -> None:
-        if life != self.incarnation:
-            return  # killed before the rename: the old file stays
-        self.disk.election = ready.persist
-        if ready.flush_log or ready.send_after_durable:
-            self._flush_log(life, ready)
-        else:
-            self._finish(ready)
+    def _persist(self, state: ElectionState) -> None:
+        self.disk.election = state
 
-    def _flush_log(self, life: int, ready: Ready) -> None:
-        log = self.disk.log
-        if log.flushed_offset >= log.log_end_offset:
-            self._log_flushed(life, ready)  # nothing to write: no fsync wait
+    def _wait_for_disk(
+        self, life: int, label: str, effects: Effects, write: Callable[[], object]
+    ) -> None:
+        self.busy = True
+
+        def done() -> None:
+            if life != self.incarnation:
+                return  # killed before the write completed
+            self._perform(label, effects, write())
+
+        self.sim.queue.after(self.sim.fsync_ms(), f"fsync {self.node_id}", done)
+
+    def _start_flush_beside(self, life: int) -> None:
+        self._beside_flushed = None
+        target = self.disk.log.log_end_offset  # a flush claims what was written before it
+
+        def done() -> None:
+            if life != self.incarnation:
+                return
+            self._beside_flushed = self.disk.log.flush_up_to(target)
+            waiter, self._beside_waiter = self._beside_waiter, None
+            if waiter is not None:
+                self._perform("flushed beside", waiter)  # the busy plan goes on
+            elif not self.busy and not self.paused:
+                self._report_flush_beside()
+
+        self.sim.queue.after(self.sim.fsync_ms(), f"fsync beside {self.node_id}", done)
+
+    def _report_flush_beside(self) -> None:
+        flushed, self._beside_flushed = self._beside_flushed, None
+        assert flushed is not None
+        self._perform("flushed", self._plan.flush_beside_ended(flushed))
+
+    def _finish(self) -> None:
+        self.busy = False
+        if self._beside_flushed is not None and not self.paused:
+            self._report_flush_beside()  # between inputs: the flush beside ended meanwhile
             return
-        self.sim.queue.after(
-            self.sim.fsync_ms(), f"fsync log {self.node_id}", lambda: self._log_flushed(life, ready)
-        )
-
-    def _log_flushed(self, life: int, ready: Ready) -> None:
-        if life != self.incarnation:
-            return  # killed before the fsync completed
-        flushed = self.disk.log.flush()
-        self.sim.send(self, ready.send_after_durable)
-        self._hand_committed(ready)
-        after = self.raft.flushed(flushed, self.sim.now_ms)
-        self.busy = False
-        self._apply("flushed", after)
-
-    def _finish(self, ready: Ready) -> None:
-        self._hand_committed(ready)
-        self.busy = False
-        self.schedule_poll(ready.next_deadline_ms)
+        self.schedule_poll(self._plan.deadline_ms)
         self._drain()
 
     def _hand_committed(self, ready: Ready) -> None:
@@ -245,8 +309,11 @@ class SimNode:
             return
         self._draining = True
         try:
-            while self.inbox and not (self.busy or self.paused) and self.core is not None:
-                label, call = self.inbox.popleft()
+            while self.inbox and self.core is not None:
+                label, call, item = self.inbox[0]
+                if self._must_wait(item):
+                    break
+                self.inbox.popleft()
                 self._run(label, call)
         finally:
             self._draining = False

@@ -178,7 +178,9 @@ class Simulation:
                 if destination.incarnation == life and self.network.allows(
                     source, destination.node_id
                 ):
-                    destination.feed(label, lambda core, t: core.handle(envelope, t))
+                    destination.feed(
+                        label, lambda core, t: core.handle(envelope, t), envelope
+                    )
 
             self.queue.after(delay, label, deliver)
 

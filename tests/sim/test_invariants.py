@@ -12,6 +12,7 @@ import quorum.raft.leadership
 import quorum.raft.snapshot_fetch
 import quorum.raft.snapshots
 from quorum.log import MemoryLog, OffsetAndEpoch
+from quorum.node.ready_plan import Effects, ReadyPlan, Send
 from quorum.raft.context import CoreContext
 from quorum.raft.output import Ready
 from quorum.raft.states import ElectionState, Follower
@@ -26,14 +27,21 @@ from .simulator import SimError, Simulation
 FEW_SEEDS = range(5)
 
 
-class EagerNode(SimNode):
-    """A broken driver: it sends what must wait for fsync at once."""
+_PRODUCTION_APPLY = ReadyPlan.apply
 
-    def _apply(self, label: str, ready: Ready) -> None:
-        if ready.send_after_durable:
-            self.sim.send(self, ready.send_after_durable)
-            ready = attrs.evolve(ready, send_after_durable=())
-        super()._apply(label, ready)
+
+def eager_apply(self: ReadyPlan, ready: Ready) -> Effects:
+    """A broken plan: what must wait for fsync is sent at once."""
+    if ready.send_after_durable:
+        yield Send(ready.send_after_durable)
+        ready = attrs.evolve(ready, send_after_durable=())
+    yield from _PRODUCTION_APPLY(self, ready)
+
+
+def counting_unflushed(self: ReadyPlan) -> Effects:
+    """A broken plan: a leader reports its log end as flushed before its flush beside ends."""
+    log = self._log
+    yield from self.apply(self.core.flushed(log.log_end_offset, self._now_ms()))
 
 
 def failures(scenario: str, **kwargs: type[SimNode]) -> list[str]:
@@ -46,9 +54,16 @@ def failures(scenario: str, **kwargs: type[SimNode]) -> list[str]:
     return found
 
 
-def test_a_driver_that_sends_before_fsync_is_caught() -> None:
-    found = failures("random_mix", node_class=EagerNode)
+def test_a_plan_that_sends_before_fsync_is_caught() -> None:
+    with mock.patch.object(ReadyPlan, "apply", eager_apply):
+        found = failures("random_mix")
     assert found and all("on disk: not a majority" in f for f in found)
+
+
+def test_a_plan_that_counts_the_leaders_unflushed_offset_is_caught() -> None:
+    with mock.patch.object(ReadyPlan, "_flush_beside", counting_unflushed):
+        found = failures("random_mix")
+    assert found and all("not a majority" in f for f in found), found
 
 
 def test_a_leader_that_counts_only_itself_for_the_high_watermark_is_caught() -> None:
@@ -159,7 +174,11 @@ def test_a_snapshot_that_does_not_hold_the_committed_values_is_caught() -> None:
     end = log.log_end_offset
     epoch = log.last_fetched_epoch
     forged = b"%d 1 %s\nforged" % (end, bytes(16).hex().encode())
-    log.create_snapshot(OffsetAndEpoch(end, epoch), build_batch_from_values([b""]) + forged)
+    snapshot_id = OffsetAndEpoch(end, epoch)
+    data = build_batch_from_values([b""]) + forged
+    if not log.create_snapshot(snapshot_id, data):  # the node wrote one there already
+        log._snapshots[snapshot_id] = data  # tampered in place
+        log.snapshot_changes += 1
     with pytest.raises(InvariantViolation, match="not the committed ones"):
         sim.invariants.check()
 
@@ -185,11 +204,11 @@ def test_a_state_machine_holding_other_values_is_caught() -> None:
 class LeaderLoader(SimNode):
     """A broken core: it tells a leader's state machine to load the latest snapshot."""
 
-    def _apply(self, label: str, ready: Ready) -> None:
+    def _hand_committed(self, ready: Ready) -> None:
         latest = self.disk.log.latest_snapshot_id
         if ready.role == "Leader" and latest is not None and self.machine.claimed_epoch:
             ready = attrs.evolve(ready, loaded_snapshot=latest)
-        super()._apply(label, ready)
+        super()._hand_committed(ready)
 
 
 def test_a_leader_told_to_load_a_snapshot_is_caught() -> None:
