@@ -120,8 +120,10 @@ class LogBatchCursor:
 
     Reads ``READ_CHUNK_BYTES`` at a time and keeps what it has not handed out
     yet, so a caller that takes a few batches per slice does not read the
-    same bytes again. Only committed batches are asked for (``end``), and
-    committed batches never change, so the bytes kept stay valid.
+    same bytes again. It reads only committed batches (below ``end``):
+    committed batches never change, so the bytes kept stay valid, while an
+    uncommitted tail read along with them could be truncated and written
+    again by a new leader after the read.
     """
 
     def __init__(self, log: ReplicatedLog, position: int) -> None:
@@ -136,7 +138,7 @@ class LogBatchCursor:
         if self.position >= end:
             return None
         if self._buffered_size() is None:
-            self._refill()
+            self._refill(end)
         if self._buffered_size() is None:
             return None
         header = BatchHeader.parse(self._buffer, self._pos)
@@ -149,7 +151,7 @@ class LogBatchCursor:
         if self.position >= end:
             return None
         if self._buffered_size() is None:
-            self._refill()
+            self._refill(end)
         size = self._buffered_size()
         if size is None:
             raise MetadataLogError(
@@ -173,8 +175,8 @@ class LogBatchCursor:
             return None
         return size
 
-    def _refill(self) -> None:
-        result = self._log.read(self.position, READ_CHUNK_BYTES)
+    def _refill(self, end: int) -> None:
+        result = self._log.read(self.position, READ_CHUNK_BYTES, max_offset=end)
         self._buffer, self._pos = result.records, 0
 
 

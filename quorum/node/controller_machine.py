@@ -152,7 +152,14 @@ class ControllerMachine:
         return self.controller.next_deadline_ms()
 
     def close(self) -> None:
-        self._fail_answers("the node is shutting down")
+        """The node stops: every queued, running or waiting request learns why."""
+        text = "the node is shutting down"
+        running, self._running = self._running, None
+        if running is not None and running.call is not None:
+            item = running.call
+            item.reply(error_response(item.request, Errors.NOT_CONTROLLER, text))
+        self._calls_fail(text)
+        self._fail_answers(text)
 
     # -- operations --------------------------------------------------------------------------
 
@@ -266,7 +273,13 @@ class ControllerMachine:
             self._claim = False
         if controller.is_active and (not leads or core.epoch != self._epoch):
             controller.deactivate()
-            self._running = None  # an open transaction stays open: the next leader aborts it
+            # an open transaction stays open in the log: the next active controller aborts it
+            running, self._running = self._running, None
+            if running is not None and running.call is not None:
+                item = running.call
+                item.reply(error_response(
+                    item.request, Errors.NOT_CONTROLLER, "leadership moved during the request"
+                ))
             self._expected_offset = None
             self._calls_fail("leadership moved before the request was handled")
             self._fail_answers("leadership moved before the request's records were committed")

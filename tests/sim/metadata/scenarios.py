@@ -1,0 +1,250 @@
+"""Seeded runs of the metadata quorum on the production machines.
+
+``random_metadata``: three controllers and three brokers under kills,
+pauses, a cut link and resignations, while an admin client creates topics
+(now and then one of several thousand partitions: a metadata transaction)
+and deletes them; then everything heals and the run must converge.
+
+``bulk_100k``: the scale scenario. One CreateTopics of 100,000 partitions;
+the active controller is killed while the transaction is half written (the
+next one aborts it; the admin client's retry creates the topic once); a
+broker that is in every ISR goes silent and is fenced (a transaction of a
+hundred thousand partition changes); a standby takes over once more. Every
+epoch change must follow a kill: load alone never moves the leadership.
+
+Both end with ``converge``: every node restarted and healed, one active
+controller, every broker unfenced, every admin request answered, and every
+node's published image equal at the same offset.
+"""
+
+from __future__ import annotations
+
+import random
+
+from quorum.controller.digest import image_digest
+from quorum.controller.image import NO_LEADER
+
+from ..committed import InvariantViolation
+from .world import MetadataSimulation, metadata_world
+
+__all__ = ["bulk_100k", "converge", "random_metadata", "settle_start"]
+
+START_BOUND_MS = 20_000
+CONVERGE_BOUND_MS = 120_000
+# an election after a kill: the fetch timeout, a pre-vote, a vote
+ELECTION_WINDOW_MS = 6_000
+
+
+def settle_start(sim: MetadataSimulation) -> None:
+    """Start everything and wait until every broker is registered and unfenced."""
+    sim.start_all()
+    sim.start_clients()
+    if not sim.run_until(lambda: _brokers_unfenced(sim), START_BOUND_MS):
+        raise InvariantViolation("the brokers were not all unfenced after the start")
+
+
+def _brokers_unfenced(sim: MetadataSimulation) -> bool:
+    active = sim.active_controller()
+    if active is None or active.published is None:
+        return False
+    image = active.published
+    return all(
+        (b := image.broker(n)) is not None and b.is_active for n in sim.world.observers
+    )
+
+
+def _converged(sim: MetadataSimulation) -> bool:
+    if not _brokers_unfenced(sim) or sim.admin.in_flight:
+        return False
+    images = [n.published for n in sim.live_nodes()]  # type: ignore[attr-defined]
+    offsets = {i.provenance.offset for i in images if i is not None}
+    return len(offsets) == 1 and None not in images
+
+
+def converge(sim: MetadataSimulation) -> None:
+    """Heal everything; within the bound every node must hold the same image."""
+    sim.network.heal()
+    for node_id, node in sorted(sim.nodes.items()):
+        if not node.alive:
+            if node_id in sim.brokers:
+                sim.restart_broker(node_id)
+            else:
+                sim.start(node_id)
+    for client in sim.brokers.values():
+        if not client.running:
+            client.start()
+    if not sim.run_until(lambda: _converged(sim), CONVERGE_BOUND_MS):
+        raise InvariantViolation("the cluster did not converge after healing")
+    digests = {image_digest(n.published) for n in sim.live_nodes()}  # type: ignore[attr-defined]
+    if len(digests) != 1:
+        raise InvariantViolation(f"every node at one offset, but {len(digests)} images")
+    active = sim.active_controller()
+    assert active is not None and active.published is not None
+    image = active.published
+    for name in sim.checks.created:
+        deleted = any(answer_name == name and "Delete" in type(answer).__name__
+                      for answer_name, answer in sim.admin.answers)
+        if not deleted and image.topic(name) is None:
+            raise InvariantViolation(f"{name} was answered as created but is gone")
+
+
+def random_metadata(seed: int) -> MetadataSimulation:
+    rng = random.Random(f"metadata/{seed}")
+    sim = MetadataSimulation(f"metadata/{seed}", metadata_world(rng))
+    settle_start(sim)
+    topics: list[str] = []
+    for round_ in range(14):
+        action = rng.choices(
+            ("create", "big", "big-kill", "delete", "kill-leader", "kill-voter",
+             "kill-broker", "pause", "cut", "resign"),
+            (8, 2, 2, 3, 2, 1, 1, 1, 1, 1),
+        )[0]
+        _act(sim, rng, action, topics, round_)
+        sim.run_for(rng.randint(200, 3_000))
+    converge(sim)
+    return sim
+
+
+def _act(sim: MetadataSimulation, rng: random.Random, action: str, topics: list[str],
+         round_: int) -> None:
+    leader = sim.leader()
+    if action == "create":
+        name = f"t{round_}"
+        topics.append(name)
+        sim.admin.create(name, rng.randint(1, 20))
+    elif action == "big":
+        name = f"big{round_}"
+        topics.append(name)
+        sim.admin.create(name, rng.randint(1_200, 3_000))
+    elif action == "big-kill" and leader is not None:
+        # the active controller dies while it writes a transaction, or just after
+        name = f"big{round_}"
+        topics.append(name)
+        sim.admin.create(name, rng.randint(2_000, 4_000))
+        victim = leader.node_id
+        sim.queue.after(rng.randint(2, 40), f"kill {victim} mid-creation",
+                        lambda: _kill_for(sim, victim, rng.randint(500, 3_000)))
+    elif action == "delete" and topics:
+        sim.admin.delete(topics.pop(rng.randrange(len(topics))))
+    elif action == "kill-leader" and leader is not None:
+        _kill_for(sim, leader.node_id, rng.randint(500, 5_000))
+    elif action == "kill-voter":
+        _kill_for(sim, rng.choice(sim.voters), rng.randint(500, 5_000))
+    elif action == "kill-broker":
+        broker = rng.choice(sorted(sim.brokers))
+        if sim.nodes[broker].alive:
+            sim.kill_broker(broker)
+            sim.queue.after(rng.randint(1_000, 12_000), f"restart broker {broker}",
+                            lambda: sim.restart_broker(broker))
+    elif action == "pause":
+        sim.pause(rng.choice(sim.voters), rng.randint(100, 3_000))
+    elif action == "cut" and leader is not None:
+        other = rng.choice([v for v in sim.voters if v != leader.node_id])
+        sim.network.cut(leader.node_id, other)
+        sim.queue.after(rng.randint(500, 4_000), "heal", sim.network.heal)
+    elif action == "resign" and leader is not None:
+        sim.resign(leader.node_id)
+
+
+def _kill_for(sim: MetadataSimulation, node_id: int, down_ms: int) -> None:
+    if not sim.nodes[node_id].alive:
+        return
+    sim.kill(node_id)
+    sim.queue.after(down_ms, f"restart {node_id}", lambda: _start_if_down(sim, node_id))
+
+
+def _start_if_down(sim: MetadataSimulation, node_id: int) -> None:
+    if not sim.nodes[node_id].alive:  # (the healing may have started it already)
+        sim.start(node_id)
+
+
+# -- the scale scenario ----------------------------------------------------------------------
+
+
+class EpochWatch:
+    """The epochs the leaders announced, and when: each change must follow a kill."""
+
+    def __init__(self, sim: MetadataSimulation) -> None:
+        self.sim = sim
+        self.kills: list[int] = []
+        self.seen: dict[int, int] = {}  # epoch -> when first seen
+
+    def look(self) -> None:
+        leader = self.sim.leader()
+        if leader is not None and leader.epoch not in self.seen:
+            self.seen[leader.epoch] = self.sim.now_ms
+
+    def kill(self, node_id: int) -> None:
+        self.kills.append(self.sim.now_ms)
+        self.sim.kill(node_id)
+
+    def unexplained(self) -> list[tuple[int, int]]:
+        first = min(self.seen) if self.seen else 0
+        return [
+            (epoch, at) for epoch, at in sorted(self.seen.items())
+            if epoch != first and not any(0 <= at - k <= ELECTION_WINDOW_MS for k in self.kills)
+        ]
+
+
+def bulk_100k(seed: int, partitions: int = 100_000) -> MetadataSimulation:
+    rng = random.Random(f"bulk/{seed}")
+    sim = MetadataSimulation(
+        f"bulk/{seed}", metadata_world(rng, lossy=False), snapshot_bytes=64 << 20
+    )
+    watch = EpochWatch(sim)
+    original_step = sim.step
+
+    def step() -> bool:
+        stepped = original_step()
+        watch.look()
+        return stepped
+
+    sim.step = step  # type: ignore[method-assign]
+    settle_start(sim)
+
+    # the creation, and a kill of the active controller half-way through its transaction
+    leader = sim.leader()
+    assert leader is not None
+    start = leader.log.log_end_offset
+    sim.admin.create("big", partitions)
+    if not sim.run_until(lambda: leader.log.log_end_offset >= start + partitions // 2, 60_000):
+        raise InvariantViolation("the creation did not get half-way")
+    watch.kill(leader.node_id)
+    sim.queue.after(3_000, "restart the old leader", lambda: _start_if_down(sim, leader.node_id))
+    if not sim.run_until(lambda: not sim.admin.in_flight, 120_000):
+        raise InvariantViolation("the creation was not answered after the failover")
+    if not sim.checks.aborted:
+        raise InvariantViolation("the half-written transaction was not aborted")
+    if "big" not in sim.checks.created:
+        raise InvariantViolation(f"the retried creation failed: {sim.admin.answers}")
+
+    # a broker in every ISR goes silent: it is fenced and leads nothing afterwards
+    victim = sorted(sim.brokers)[0]
+    sim.brokers[victim].stop()
+
+    def fenced() -> bool:
+        active = sim.active_controller()
+        image = None if active is None else active.published
+        if image is None or (broker := image.broker(victim)) is None or not broker.fenced:
+            return False
+        big = image.topic("big")
+        return big is not None and all(
+            p.leader != victim and (p.leader != NO_LEADER or p.isr == (victim,))
+            for p in big.partitions.values()
+        )
+
+    if not sim.run_until(fenced, 60_000):
+        raise InvariantViolation(f"broker {victim} was not fenced")
+
+    # a standby takes over
+    leader = sim.leader()
+    assert leader is not None
+    watch.kill(leader.node_id)
+    sim.queue.after(2_000, "restart the old leader", lambda: _start_if_down(sim, leader.node_id))
+    converge(sim)
+    unexplained = watch.unexplained()
+    if unexplained:
+        raise InvariantViolation(
+            f"the leadership moved with no kill before it: {unexplained} (kills {watch.kills})"
+        )
+    return sim
