@@ -62,18 +62,17 @@ from quorum.controller.delta import fold_records
 from quorum.controller.image import BrokerRegistration, MetadataImage
 from quorum.controller.operations import (
     RECORDS_PER_SLICE,
-    Operation,
     Slice,
     Steps,
+    at_once,
     emit_in_slices,
-    run_to_end,
     scan_in_slices,
 )
 from quorum.controller.partition_change import (
     broker_removal_examiner,
     broker_unfence_examiner,
 )
-from quorum.controller.results import ControllerContext, ControllerResult
+from quorum.controller.results import ControllerContext
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.broker_lifecycle import (
@@ -160,16 +159,7 @@ def register_broker_steps(
     return BrokerRegistrationResponse(broker_epoch=epoch)
 
 
-def register_broker(
-    image: MetadataImage,
-    request: BrokerRegistrationRequest,
-    version: int,
-    ctx: ControllerContext,
-    sessions: BrokerSessions,
-) -> ControllerResult[BrokerRegistrationResponse]:
-    """``register_broker_steps`` at once (tests, small images)."""
-    steps = register_broker_steps(image, request, version, ctx, sessions)
-    return run_to_end(Operation("BrokerRegistration", steps))
+register_broker = at_once("BrokerRegistration", register_broker_steps)
 
 
 # -- heartbeats ------------------------------------------------------------------------------
@@ -323,16 +313,7 @@ def broker_heartbeat_steps(
     )
 
 
-def broker_heartbeat(
-    image: MetadataImage,
-    request: BrokerHeartbeatRequest,
-    version: int,
-    ctx: ControllerContext,
-    sessions: BrokerSessions,
-) -> ControllerResult[BrokerHeartbeatResponse]:
-    """``broker_heartbeat_steps`` at once (tests, small images)."""
-    steps = broker_heartbeat_steps(image, request, version, ctx, sessions)
-    return run_to_end(Operation("BrokerHeartbeat", steps))
+broker_heartbeat = at_once("BrokerHeartbeat", broker_heartbeat_steps)
 
 
 # -- unregistration and session expiry ---------------------------------------------------------
@@ -360,16 +341,7 @@ def unregister_broker_steps(
     return UnregisterBrokerResponse(error_message=None)
 
 
-def unregister_broker(
-    image: MetadataImage,
-    request: UnregisterBrokerRequest,
-    version: int,
-    ctx: ControllerContext,
-    sessions: BrokerSessions | None = None,
-) -> ControllerResult[UnregisterBrokerResponse]:
-    """``unregister_broker_steps`` at once (tests, small images)."""
-    steps = unregister_broker_steps(image, request, version, ctx, sessions)
-    return run_to_end(Operation("UnregisterBroker", steps))
+unregister_broker = at_once("UnregisterBroker", unregister_broker_steps)
 
 
 def fence_stale_brokers_steps(
@@ -392,11 +364,7 @@ def fence_stale_brokers_steps(
     return None
 
 
-def fence_stale_brokers(
-    image: MetadataImage, ctx: ControllerContext, sessions: BrokerSessions
-) -> ControllerResult[None]:
-    """``fence_stale_brokers_steps`` at once (tests, small images)."""
-    return run_to_end(Operation("FenceBroker", fence_stale_brokers_steps(image, ctx, sessions)))
+fence_stale_brokers = at_once("FenceBroker", fence_stale_brokers_steps)
 
 
 def next_fence_deadline_ms(

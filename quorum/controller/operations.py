@@ -27,8 +27,9 @@ before it ends but its own records.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Generator, Iterable, Sequence
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, ParamSpec, TypeVar
 
 import attrs
 
@@ -42,6 +43,7 @@ __all__ = [
     "Operation",
     "Slice",
     "Steps",
+    "at_once",
     "emit_in_slices",
     "from_result",
     "run_to_end",
@@ -50,6 +52,7 @@ __all__ = [
 
 R = TypeVar("R")
 T = TypeVar("T")
+P = ParamSpec("P")
 
 # records per slice: with a transaction marker or two it still fits one Raft batch
 # (RaftConfig.max_batch_records, the slice bound), so a reader replays it in one slice
@@ -172,6 +175,16 @@ class Operation(Generic[R]):
             self.records_written += 1
             return [EndTransactionRecord()]
         return []
+
+
+def at_once(name: str, steps: Callable[P, Steps[R]]) -> Callable[P, ControllerResult[R]]:
+    """A sliced command as a function run to the end at once (tests, tools, small images)."""
+
+    @functools.wraps(steps)
+    def run(*args: P.args, **kwargs: P.kwargs) -> ControllerResult[R]:
+        return run_to_end(Operation(name, steps(*args, **kwargs)))
+
+    return run
 
 
 def run_to_end(operation: Operation[R]) -> ControllerResult[R]:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 import attrs
 
 from quorum.controller.image import ConfigResourceType, MetadataImage
-from quorum.controller.operations import RECORDS_PER_SLICE, Operation, Slice, Steps, run_to_end
+from quorum.controller.operations import RECORDS_PER_SLICE, Slice, Steps, at_once
 from quorum.controller.rejections import Rejected
 from quorum.controller.replica_assignment import (
     active_replicas,
@@ -323,11 +323,7 @@ def create_topics_steps(
     return response
 
 
-def create_topics(
-    image: MetadataImage, request: CreateTopicsRequest, version: int, ctx: ControllerContext
-) -> ControllerResult[CreateTopicsResponse]:
-    """``create_topics_steps`` at once (tests, tools)."""
-    return run_to_end(Operation("CreateTopics", create_topics_steps(image, request, version, ctx)))
+create_topics = at_once("CreateTopics", create_topics_steps)
 
 
 def _topic_error(name: str, error: Errors, message: str) -> CreateTopicsResponseTopic:

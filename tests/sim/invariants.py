@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from quorum.log import OffsetAndEpoch
 from quorum.raft.quorum_math import majority_size
 from quorum.wire.batch import BatchHeader
 
@@ -180,14 +181,18 @@ class Invariants:
             return
         self._check_snapshot_at_log_start(node)
         for snapshot_id in log.snapshot_ids():
-            content = parse_snapshot(log.read_snapshot(snapshot_id))
-            expected = self.record.prefix_at(snapshot_id.offset)
-            if content.end != snapshot_id.offset or expected != (content.count, content.digest):
-                _fail(
-                    f"node {node.node_id}'s snapshot {snapshot_id} holds {content.count} values "
-                    f"that are not the committed ones below offset {snapshot_id.offset}"
-                )
+            self._check_snapshot(node, snapshot_id)
         self._snapshots_seen[node.node_id] = key
+
+    def _check_snapshot(self, node: SimNode, snapshot_id: OffsetAndEpoch) -> None:
+        """The snapshot holds the state machine's state at its offset."""
+        content = parse_snapshot(node.disk.log.read_snapshot(snapshot_id))
+        expected = self.record.prefix_at(snapshot_id.offset)
+        if content.end != snapshot_id.offset or expected != (content.count, content.digest):
+            _fail(
+                f"node {node.node_id}'s snapshot {snapshot_id} holds {content.count} values "
+                f"that are not the committed ones below offset {snapshot_id.offset}"
+            )
 
     def _check_snapshot_at_log_start(self, node: SimNode) -> None:
         log = node.disk.log

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from quorum.controller.digest import image_digest
 from quorum.controller.image import MetadataImage
 from quorum.controller.snapshot import read_snapshot
+from quorum.log import OffsetAndEpoch
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.metadata_records import (
     AbortTransactionRecord,
@@ -191,21 +192,14 @@ class MetadataInvariants(Invariants):
         super().__init__(sim)
         self.metadata = checks
 
-    def _check_snapshots(self, node: SimNode) -> None:
-        log = node.disk.log
-        key = (log, log.snapshot_changes, log.log_start_offset)
-        if self._snapshots_seen.get(node.node_id) == key:
-            return
-        self._check_snapshot_at_log_start(node)
-        for snapshot_id in log.snapshot_ids():
-            image = read_snapshot(log.read_snapshot(snapshot_id), snapshot_id)
-            known = self.metadata.digest_at(snapshot_id.offset)
-            if known is not None and image_digest(image) != known:
-                raise InvariantViolation(
-                    f"node {node.node_id}'s snapshot {snapshot_id} differs from the image "
-                    "published at its offset"
-                )
-        self._snapshots_seen[node.node_id] = key
+    def _check_snapshot(self, node: SimNode, snapshot_id: OffsetAndEpoch) -> None:
+        image = read_snapshot(node.disk.log.read_snapshot(snapshot_id), snapshot_id)
+        known = self.metadata.digest_at(snapshot_id.offset)
+        if known is not None and image_digest(image) != known:
+            raise InvariantViolation(
+                f"node {node.node_id}'s snapshot {snapshot_id} differs from the image "
+                "published at its offset"
+            )
 
 
 def _partitions(image: MetadataImage) -> int:
