@@ -48,7 +48,7 @@ from quorum.controller.cluster_control import (
 from quorum.controller.config_control import describe_configs, incremental_alter_configs
 from quorum.controller.delta import MetadataReplayError, fold_records
 from quorum.controller.elections import (
-    elect_leaders,
+    elect_leaders_steps,
     preferred_leader_examiner,
     unclean_leader_examiner,
 )
@@ -68,7 +68,7 @@ from quorum.controller.reassignments import (
     list_partition_reassignments,
 )
 from quorum.controller.replication_control import (
-    create_partitions,
+    create_partitions_steps,
     create_topics_steps,
     delete_topics,
 )
@@ -100,9 +100,7 @@ SlicedCommand = Callable[[MetadataImage, Any, int, ControllerContext], Steps[Any
 # commands that read only the image (the broker lifecycle ones also use sessions)
 _IMAGE_COMMANDS: Final[dict[type, Command]] = {
     DeleteTopicsRequest: delete_topics,
-    CreatePartitionsRequest: create_partitions,
     AlterPartitionRequest: alter_partition,
-    ElectLeadersRequest: elect_leaders,
     AlterPartitionReassignmentsRequest: alter_partition_reassignments,
     ListPartitionReassignmentsRequest: list_partition_reassignments,
     IncrementalAlterConfigsRequest: incremental_alter_configs,
@@ -126,6 +124,8 @@ class QuorumController:
         self._commands: dict[type, SlicedCommand] = {
             **{kind: _in_one_slice(command) for kind, command in _IMAGE_COMMANDS.items()},
             CreateTopicsRequest: create_topics_steps,
+            CreatePartitionsRequest: create_partitions_steps,
+            ElectLeadersRequest: elect_leaders_steps,
             BrokerRegistrationRequest: functools.partial(register_broker_steps, sessions=sessions),
             BrokerHeartbeatRequest: functools.partial(broker_heartbeat_steps, sessions=sessions),
             UnregisterBrokerRequest: functools.partial(unregister_broker_steps, sessions=sessions),

@@ -22,6 +22,7 @@ from typing import Final
 
 from quorum.controller.delta import merge_partition_change
 from quorum.controller.image import MetadataImage, PartitionRegistration, TopicPartition
+from quorum.controller.operations import Slice, Steps, at_once, emit_in_slices
 from quorum.controller.partition_change import (
     Election,
     PartitionEntry,
@@ -29,7 +30,8 @@ from quorum.controller.partition_change import (
     build_partition_change,
     examine_all,
 )
-from quorum.controller.results import ControllerContext, ControllerResult
+from quorum.controller.results import ControllerContext
+from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.controller.topic_configs import unclean_election_enabled
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.elect_leaders import (
@@ -43,6 +45,7 @@ from quorum.wire.messages.metadata_records import PartitionChangeRecord
 __all__ = [
     "ELECTION_TYPES",
     "elect_leaders",
+    "elect_leaders_steps",
     "offline_partitions",
     "preferred_leader_changes",
     "preferred_leader_examiner",
@@ -96,15 +99,17 @@ def _targets(
             yield entry.topic, entry.partitions, True
 
 
-def elect_leaders(
+def elect_leaders_steps(
     image: MetadataImage, request: ElectLeadersRequest, version: int, ctx: ControllerContext
-) -> ControllerResult[ElectLeadersResponse]:
+) -> Steps[ElectLeadersResponse]:
+    """ElectLeaders; over every partition (a null topic list) the scan runs in slices."""
     election = ELECTION_TYPES.get(request.election_type)
     if election is None:
-        return ControllerResult.answer(ElectLeadersResponse(error_code=Errors.INVALID_REQUEST))
+        return ElectLeadersResponse(error_code=Errors.INVALID_REQUEST)
     records: list[PartitionChangeRecord] = []
     changed: dict[tuple[uuid.UUID, int], PartitionRegistration] = {}
     results = []
+    examined = 0
     for name, indexes, report_not_needed in _targets(image, request):
         topic = image.topic(name)
         answers = []
@@ -120,6 +125,9 @@ def elect_leaders(
                 if record is not None:
                     records.append(record)
                     changed[(topic.topic_id, index)] = merge_partition_change(current, record)
+            examined += 1
+            if examined % MAX_UNITS_PER_SLICE == 0:
+                yield Slice(more=True, units=MAX_UNITS_PER_SLICE)
             if error == Errors.ELECTION_NOT_NEEDED and not report_not_needed:
                 continue
             answers.append(ElectLeadersResponsePartitionResult(
@@ -128,8 +136,11 @@ def elect_leaders(
         results.append(ElectLeadersResponseReplicaElectionResult(
             topic=name, partition_result=tuple(answers)
         ))
-    response = ElectLeadersResponse(replica_election_results=tuple(results))
-    return ControllerResult(tuple(records), response)
+    yield from emit_in_slices(records)
+    return ElectLeadersResponse(replica_election_results=tuple(results))
+
+
+elect_leaders = at_once("ElectLeaders", elect_leaders_steps)
 
 
 def preferred_leader_examiner(image: MetadataImage) -> PartitionExaminer:

@@ -53,6 +53,7 @@ __all__ = [
     "PlacementError",
     "UsableBroker",
     "check_racks",
+    "new_partitions_placement",
     "place_partitions",
     "placement_for_new_partitions",
     "placement_of",
@@ -126,6 +127,24 @@ def placement_for_new_partitions(
     leaders therefore continue the round-robin of the old ones. The shift used
     at creation is not recorded, so ``start_shift`` is the caller's (random) pick.
     """
+    place = new_partitions_placement(
+        brokers, existing[0] if existing else (), count=count,
+        replication_factor=replication_factor, start_shift=start_shift,
+    )
+    first = len(existing)
+    return [place(p) for p in range(first, first + count)]
+
+
+def new_partitions_placement(
+    brokers: Iterable[UsableBroker],
+    first_replicas: Sequence[int],
+    *,
+    count: int,
+    replication_factor: int,
+    start_shift: int = 0,
+) -> Callable[[int], tuple[int, ...]]:
+    """``placement_for_new_partitions`` one partition at a time: partition index ->
+    replicas, from partition 0's replica list (every check up front)."""
     if count < 1:
         raise PlacementError(
             f"the number of new partitions must be at least 1, not {count}",
@@ -133,12 +152,8 @@ def placement_for_new_partitions(
         )
     _check_counts(count, replication_factor)
     ring = _Ring.build(list(brokers), replication_factor)
-    start_index = ring.leader_index_of(existing[0][0]) if existing and existing[0] else 0
-    first = len(existing)
-    return [
-        ring.replicas(p, start_index=start_index, start_shift=start_shift)
-        for p in range(first, first + count)
-    ]
+    start_index = ring.leader_index_of(first_replicas[0]) if first_replicas else 0
+    return functools.partial(ring.replicas, start_index=start_index, start_shift=start_shift)
 
 
 def rack_alternated(brokers: Iterable[UsableBroker]) -> list[UsableBroker]:

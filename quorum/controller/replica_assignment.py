@@ -16,7 +16,7 @@ from quorum.controller.image import LeaderRecoveryState, MetadataImage
 from quorum.controller.placement import (
     PlacementError,
     UsableBroker,
-    placement_for_new_partitions,
+    new_partitions_placement,
     placement_of,
 )
 from quorum.controller.rejections import Rejected
@@ -103,12 +103,10 @@ def placement_on_active_brokers(
     start_index, start_shift = ctx.rng.randrange(width), ctx.rng.randrange(width)
     try:
         if existing:
-            placed = placement_for_new_partitions(
-                brokers, existing, count=count, replication_factor=replication_factor,
+            return new_partitions_placement(
+                brokers, existing[0], count=count, replication_factor=replication_factor,
                 start_shift=start_shift,
             )
-            first = len(existing)
-            return lambda p: placed[p - first]
         return placement_of(
             brokers, partition_count=count, replication_factor=replication_factor,
             start_index=start_index, start_shift=start_shift,

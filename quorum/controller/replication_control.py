@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 
 import attrs
 
@@ -31,8 +31,6 @@ from quorum.controller.replica_assignment import (
     active_replicas,
     assignment_problem,
     partition_record,
-    partition_records,
-    place_on_active_brokers,
     placement_on_active_brokers,
 )
 from quorum.controller.results import ControllerContext, ControllerResult
@@ -59,7 +57,6 @@ from quorum.wire.messages.create_partitions import (
 )
 from quorum.wire.messages.metadata_records import (
     ConfigRecord,
-    PartitionRecord,
     RemoveTopicRecord,
     TopicRecord,
 )
@@ -78,6 +75,7 @@ from quorum.wire.uuids import METADATA_TOPIC_ID, ZERO_UUID, uuid_to_str
 
 __all__ = [
     "create_partitions",
+    "create_partitions_steps",
     "create_topics",
     "create_topics_steps",
     "delete_topics",
@@ -315,11 +313,7 @@ def create_topics_steps(
     if request.validate_only or not plans:
         return response
     total = sum(plan.record_count for plan in plans)
-    records = itertools.chain.from_iterable(plan.records() for plan in plans)
-    written = 0
-    while chunk := list(itertools.islice(records, RECORDS_PER_SLICE)):
-        written += len(chunk)
-        yield Slice(chunk, more=written < total)
+    yield from _emit(itertools.chain.from_iterable(plan.records() for plan in plans), total)
     return response
 
 
@@ -357,9 +351,24 @@ def delete_topics(
 # -- CreatePartitions -----------------------------------------------------------------------
 
 
+@attrs.frozen
+class _NewPartitions:
+    """A checked CreatePartitions topic: its records are generated on demand."""
+
+    image: MetadataImage
+    topic_id: uuid.UUID
+    first: int
+    count: int
+    replicas_of: Callable[[int], tuple[int, ...]]
+
+    def records(self) -> Iterator[MetadataRecord]:
+        for index in range(self.first, self.first + self.count):
+            yield partition_record(self.image, self.topic_id, index, self.replicas_of(index))
+
+
 def _new_partitions(
     image: MetadataImage, topic: CreatePartitionsRequestTopic, ctx: ControllerContext
-) -> list[PartitionRecord]:
+) -> _NewPartitions:
     found = image.topic(topic.name)
     if found is None:
         raise Rejected(
@@ -376,17 +385,19 @@ def _new_partitions(
     first = found.partitions[0]
     factor = len(first.replicas) - len(first.removing_replicas)
     if topic.assignments is None:
-        existing = [found.partitions[i].replicas for i in range(current)]
-        assignments = place_on_active_brokers(image, additional, factor, ctx, existing)
-    else:
-        assignments = _manual_new_partitions(image, topic, additional, factor, current)
+        # automatic placement uses active brokers only; it continues partition 0's pattern
+        replicas_of = placement_on_active_brokers(image, additional, factor, ctx, [first.replicas])
+        return _NewPartitions(image, found.topic_id, current, additional, replicas_of)
+    assignments = _manual_new_partitions(image, topic, additional, factor, current)
     if any(not active_replicas(image, r) for r in assignments):
         raise Rejected(
             Errors.INVALID_REPLICATION_FACTOR,
             f"Unable to replicate the partition {factor} time(s): all brokers are "
             "currently fenced or in controlled shutdown.",
         )
-    return partition_records(image, found.topic_id, current, assignments)
+    return _NewPartitions(
+        image, found.topic_id, current, additional, lambda p: assignments[p - current]
+    )
 
 
 def _manual_new_partitions(
@@ -418,11 +429,13 @@ def _manual_new_partitions(
     return assignments
 
 
-def create_partitions(
+def create_partitions_steps(
     image: MetadataImage, request: CreatePartitionsRequest, version: int, ctx: ControllerContext
-) -> ControllerResult[CreatePartitionsResponse]:
+) -> Steps[CreatePartitionsResponse]:
+    """Check every topic, then write the new partitions in bounded slices (a
+    transaction when they span several)."""
     counts = Counter(t.name for t in request.topics)
-    records: list[MetadataRecord] = []
+    plans: list[_NewPartitions] = []
     results: dict[str, CreatePartitionsResponseTopicResult] = {}
     for topic in request.topics:
         if topic.name in results:
@@ -431,12 +444,25 @@ def create_partitions(
         try:
             if counts[topic.name] > 1:
                 raise Rejected(Errors.INVALID_REQUEST, DUPLICATE_NAME)
-            records += _new_partitions(image, topic, ctx)
+            plans.append(_new_partitions(image, topic, ctx))
         except Rejected as rejected:
             error, message = rejected.error, rejected.message
         results[topic.name] = CreatePartitionsResponseTopicResult(
             name=topic.name, error_code=error, error_message=message
         )
     response = CreatePartitionsResponse(results=tuple(results.values()))
-    return ControllerResult(() if request.validate_only else tuple(records), response)
+    if not request.validate_only:
+        total = sum(plan.count for plan in plans)
+        yield from _emit(itertools.chain.from_iterable(p.records() for p in plans), total)
+    return response
 
+
+create_partitions = at_once("CreatePartitions", create_partitions_steps)
+
+
+def _emit(records: Iterator[MetadataRecord], total: int) -> Generator[Slice, None, None]:
+    """``total`` records generated on demand, ``RECORDS_PER_SLICE`` per slice."""
+    written = 0
+    while chunk := list(itertools.islice(records, RECORDS_PER_SLICE)):
+        written += len(chunk)
+        yield Slice(chunk, more=written < total)

@@ -17,6 +17,11 @@ from quorum.controller.operations import (
     scan_in_slices,
 )
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE
+from quorum.wire.messages.create_partitions import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestTopic,
+)
+from quorum.wire.messages.elect_leaders import ElectLeadersRequest
 from quorum.wire.messages.metadata_records import (
     AbortTransactionRecord,
     BeginTransactionRecord,
@@ -150,3 +155,58 @@ def test_a_create_topics_within_one_slice_writes_no_markers(partitions: int) -> 
         isinstance(r, BeginTransactionRecord | EndTransactionRecord) for r in records
     )
     assert uuid.UUID(int=0) not in {getattr(r, "topic_id", None) for r in records}
+
+
+def _run_in_slices(quorum: Quorum, request: object, version: int) -> tuple[list[int], object]:
+    """Step an operation as the node does; the records' count per proposal and the response."""
+    operation = quorum.active.start(
+        request, version, now_ms=quorum.now_ms, next_offset=len(quorum.log)
+    )
+    sizes, units = [], []
+    while not operation.done:
+        records = operation.step()
+        sizes.append(len(records))
+        units.append(operation.last_units)
+        quorum.log.extend(records)
+        quorum.active.appended(records, len(quorum.log))
+    assert max(units) <= MAX_UNITS_PER_SLICE
+    quorum.commit()
+    return sizes, operation.response
+
+
+def test_create_partitions_adds_thousands_of_partitions_in_bounded_slices() -> None:
+    quorum = Quorum()
+    quorum.lead()
+    quorum.start(1, 2, 3)
+    quorum.send(CreateTopicsRequest(topics=(
+        CreateTopicsRequestTopic(name="t", num_partitions=3, replication_factor=3),
+    )), 5)
+    quorum.commit()
+    request = CreatePartitionsRequest(topics=(
+        CreatePartitionsRequestTopic(name="t", count=3003, assignments=None),
+    ))
+    sizes, response = _run_in_slices(quorum, request, 3)
+    assert [r.error_code for r in response.results] == [0]  # type: ignore[attr-defined]
+    assert len(sizes) >= 4 and max(sizes) <= MAX_UNITS_PER_SLICE
+    topic = quorum.standby.committed.topic("t")
+    assert topic is not None and sorted(topic.partitions) == list(range(3003))
+    # the new partitions continue partition 0's leader round-robin over the three brokers
+    leaders = [topic.partitions[i].leader for i in range(3, 3003)]
+    assert {leaders.count(b) for b in (1, 2, 3)} == {1000}
+
+
+def test_elect_leaders_over_every_partition_scans_in_bounded_slices() -> None:
+    quorum = Quorum()
+    quorum.lead()
+    quorum.start(1, 2, 3)
+    quorum.send(CreateTopicsRequest(topics=(
+        CreateTopicsRequestTopic(name="t", num_partitions=2500, replication_factor=3),
+    )), 5)
+    quorum.commit()
+    sizes, response = _run_in_slices(
+        quorum, ElectLeadersRequest(election_type=0, topic_partitions=None), 2
+    )
+    assert len(sizes) >= 3  # 2,500 partitions examined, a slice per thousand
+    # every preferred replica leads already: nothing to elect, nothing to report
+    assert all(not r.partition_result  # type: ignore[attr-defined]
+               for r in response.replica_election_results)  # type: ignore[attr-defined]
