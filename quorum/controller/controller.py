@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import random
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final
 
 from quorum.controller.alter_partition import alter_partition
@@ -61,7 +61,8 @@ from quorum.controller.operations import (
     from_result,
     scan_in_slices,
 )
-from quorum.controller.partition_change import PartitionExaminer
+from quorum.controller.partition_change import PartitionEntry, PartitionExaminer
+from quorum.controller.partition_index import PartitionIndex, PartitionKey
 from quorum.controller.producer_ids_control import allocate_producer_ids
 from quorum.controller.reassignments import (
     alter_partition_reassignments,
@@ -92,7 +93,7 @@ from quorum.wire.messages.topics import CreateTopicsRequest, DeleteTopicsRequest
 from quorum.wire.messages.unregister_broker import UnregisterBrokerRequest
 from quorum.wire.metadata_serde import MetadataRecord
 
-__all__ = ["QuorumController"]
+__all__ = ["QuorumController", "note_every_change"]
 
 Command = Callable[[MetadataImage, Any, int, ControllerContext], ControllerResult[Any]]
 SlicedCommand = Callable[[MetadataImage, Any, int, ControllerContext], Steps[Any]]
@@ -116,6 +117,8 @@ class QuorumController:
         self.committed: MetadataImage = EMPTY_IMAGE
         self.working: MetadataImage = EMPTY_IMAGE
         self.sessions = BrokerSessions()
+        # the committed image's leaderless and imbalanced partitions, kept by whoever publishes
+        self.partitions = PartitionIndex()
         self._epoch: int | None = None  # the leader epoch while active
         self._pending: deque[int] = deque()  # end offsets of uncommitted records
         self._next_rebalance_ms = 0
@@ -162,12 +165,18 @@ class QuorumController:
     def replay_committed(
         self, records: Sequence[MetadataRecord], end_offset: int, epoch: int
     ) -> None:
-        """Fold committed records (everything before ``end_offset``) and publish (tests)."""
-        self.publish(fold_records(self.committed, list(records), Provenance(end_offset, epoch)))
+        """Fold committed records (everything before ``end_offset``) and publish, keeping the
+        partition index at once (tests and tools; a node's follower walks changes in slices)."""
+        before = self.committed
+        self.publish(fold_records(before, list(records), Provenance(end_offset, epoch)))
+        note_every_change(self.partitions, before, self.committed)
 
     def load_snapshot(self, image: MetadataImage) -> None:
+        """A snapshot replaces the committed image (tests and tools: the index at once)."""
         assert not self.is_active, "the active controller never loads a snapshot"
+        before = self.committed
         self.publish(image)
+        note_every_change(self.partitions, before, image)
 
     # -- leadership ------------------------------------------------------------------------
 
@@ -246,17 +255,22 @@ class QuorumController:
                  if (broker := image.broker(b)) is not None and not broker.fenced]
         if stale:
             return Operation("FenceBroker", fence_stale_brokers_steps(image, ctx, sessions))
+        index = self.partitions
         if config.auto_leader_rebalance_enable and now_ms >= self._next_rebalance_ms:
             self._next_rebalance_ms = now_ms + config.leader_imbalance_check_interval_ms
-            return Operation("PreferredLeaderRebalance", _scan_steps(
-                image, preferred_leader_examiner(image)
-            ))
+            if index.imbalanced:
+                return Operation("PreferredLeaderRebalance", _candidate_steps(
+                    image, index.imbalanced, preferred_leader_examiner(image)
+                ))
         if now_ms >= self._next_unclean_ms:
             self._next_unclean_ms = now_ms + config.unclean_leader_election_check_interval_ms
-            examine = unclean_leader_examiner(
-                image, unclean_default=config.unclean_leader_election_enable
-            )
-            return Operation("UncleanLeaderElection", _scan_steps(image, examine))
+            if index.leaderless:
+                examine = unclean_leader_examiner(
+                    image, unclean_default=config.unclean_leader_election_enable
+                )
+                return Operation(
+                    "UncleanLeaderElection", _candidate_steps(image, index.leaderless, examine)
+                )
         return None
 
     def appended(self, records: Sequence[MetadataRecord], end_offset: int) -> None:
@@ -351,8 +365,32 @@ def _in_one_slice(command: Command) -> SlicedCommand:
     return steps
 
 
-def _scan_steps(image: MetadataImage, examine: PartitionExaminer) -> Steps[None]:
-    """Examine every partition in slices, then write what was found."""
-    found = yield from scan_in_slices(image.iter_partitions(), examine)
+def _candidate_steps(
+    image: MetadataImage, candidates: set[PartitionKey], examine: PartitionExaminer
+) -> Steps[None]:
+    """Examine the candidate partitions (an index of the committed image) in slices, against
+    ``image``, then write what was found."""
+    def entries() -> Iterator[PartitionEntry]:
+        for topic_id, index in sorted(candidates):
+            topic = image.topics_by_id.get(topic_id)
+            partition = None if topic is None else topic.partitions.get(index)
+            if topic is not None and partition is not None:
+                yield topic, index, partition
+
+    found = yield from scan_in_slices(entries(), examine)
     yield from emit_in_slices(found)
     return None
+
+
+def note_every_change(index: PartitionIndex, old: MetadataImage, new: MetadataImage) -> None:
+    """Tell ``index`` of every partition ``new`` changed since ``old``, at once."""
+    for topic_id in old.topics_by_id.keys() | new.topics_by_id.keys():
+        before, after = old.topics_by_id.get(topic_id), new.topics_by_id.get(topic_id)
+        if before is after:
+            continue
+        old_parts = {} if before is None else before.partitions
+        new_parts = {} if after is None else after.partitions
+        for number in old_parts.keys() | new_parts.keys():
+            partition = new_parts.get(number)
+            if partition is not old_parts.get(number):
+                index.note(topic_id, number, partition)

@@ -30,7 +30,7 @@ import attrs
 
 from quorum.controller.controller import QuorumController
 from quorum.controller.error_responses import error_response
-from quorum.controller.image import TopicPartition
+from quorum.controller.image import MetadataImage, TopicPartition
 from quorum.controller.operations import Operation
 from quorum.controller.slicing import SliceReport
 from quorum.node.inputs import ControllerCall
@@ -87,9 +87,7 @@ class ControllerMachine:
         self._expected_offset: int | None = None
         self._claim = False  # leads; activate once replayed up to the epoch start
         self._epoch_start = 0
-        self._offline: set[TopicPartition] = set()
-        self._offline_changes = 0  # additions and removals so far
-        self._offline_reported_at = 0  # ... when the set was last logged
+        self._offline_reported_at = 0  # the index's leaderless changes when last logged
         # (queue ms, processing ms) of operations finished since the last ``work``
         self._finished: list[tuple[float, float]] = []
 
@@ -232,35 +230,31 @@ class ControllerMachine:
     def _partitions_changed(
         self, publication: Publication, changes: Sequence[ChangedPartition], last: bool
     ) -> None:
-        """Keep the set of leaderless partitions; log when it changes (an alarm, not a guess)."""
-        offline = self._offline
+        """Keep the controller's partition index; log when the leaderless set changed."""
+        index = self.controller.partitions
         for change in changes:
-            old_topic, new_topic = change.old_topic, change.new_topic
-            if change.old is not None and old_topic is not None:
-                gone = TopicPartition(old_topic.name, change.index)
-                if gone in offline:
-                    offline.discard(gone)
-                    self._offline_changes += 1
-            if change.new is not None and new_topic is not None and not change.new.has_leader:
-                added = TopicPartition(new_topic.name, change.index)
-                if added not in offline:
-                    offline.add(added)
-                    self._offline_changes += 1
-        if last and self._offline_changes != self._offline_reported_at:
-            self._offline_reported_at = self._offline_changes
-            self._report_offline()
+            index.note(change.topic_id, change.index, change.new)
+        if last and index.leaderless_changes != self._offline_reported_at:
+            self._offline_reported_at = index.leaderless_changes
+            self._report_offline(publication.new)
 
-    def _report_offline(self) -> None:
-        # a bounded sample: sorting 100,000 offline partitions would stall the node
-        if not self._offline:
+    def _report_offline(self, image: MetadataImage) -> None:
+        """An alarm, not a guess: how many partitions have no leader, and a few of them
+        (a bounded sample: sorting 100,000 offline partitions would stall the node)."""
+        leaderless = self.controller.partitions.leaderless
+        if not leaderless:
             logger.info("no partition is offline")
             return
-        count = len(self._offline)
-        shown = ", ".join(str(tp) for tp in sorted(itertools.islice(self._offline, 20)))
-        more = f" and {count - 20} more" if count > 20 else ""
+        count = len(leaderless)
+        sample = sorted(
+            TopicPartition(topic.name, index)
+            for topic_id, index in itertools.islice(leaderless, 20)
+            if (topic := image.topics_by_id.get(topic_id)) is not None
+        )
+        more = f" and {count - len(sample)} more" if count > len(sample) else ""
         logger.warning(
             "%d partition(s) offline, no eligible leader in the ISR and unclean election "
-            "not enabled for them: %s%s", count, shown, more,
+            "not enabled for them: %s%s", count, ", ".join(map(str, sample)), more,
         )
 
     # -- leadership ----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+import attrs
 import pytest
 
 from quorum.controller.operations import (
@@ -31,6 +32,7 @@ from quorum.wire.messages.metadata_records import (
 )
 from quorum.wire.messages.topics import CreateTopicsRequest, CreateTopicsRequestTopic
 from quorum.wire.metadata_serde import MetadataRecord
+from tests.unit.controller.cluster_world import CONFIG
 from tests.unit.controller.test_controller import Quorum
 
 
@@ -210,3 +212,37 @@ def test_elect_leaders_over_every_partition_scans_in_bounded_slices() -> None:
     # every preferred replica leads already: nothing to elect, nothing to report
     assert all(not r.partition_result  # type: ignore[attr-defined]
                for r in response.replica_election_results)  # type: ignore[attr-defined]
+
+
+def test_the_preferred_leader_rebalance_examines_only_the_imbalanced_partitions() -> None:
+    quorum = Quorum(attrs.evolve(CONFIG, leader_imbalance_check_interval_ms=1_000))
+    quorum.lead()
+    quorum.start(1, 2, 3)
+    quorum.send(CreateTopicsRequest(topics=(
+        CreateTopicsRequestTopic(name="t", num_partitions=2500, replication_factor=3),
+    )), 5)
+    quorum.commit()
+    index = quorum.active.partitions
+    assert not index.imbalanced and not index.leaderless
+    # broker 1 is fenced: it loses every leadership (and its ISR places), a third of them moved
+    quorum.now_ms += 60_000
+    for broker_id in (2, 3):
+        quorum.heartbeat(broker_id)
+    quorum.tick()
+    quorum.commit()
+    moved = set(index.imbalanced)
+    assert 700 < len(moved) < 1000
+    # back and in the ISRs again: the rebalance examines those partitions and no others
+    quorum.register(1)
+    quorum.heartbeat(1)
+    quorum.commit()
+    quorum.now_ms += 1_000
+    for broker_id in (1, 2, 3):
+        quorum.heartbeat(broker_id)
+    operation = quorum.active.due_operation(quorum.now_ms, next_offset=len(quorum.log))
+    assert operation is not None and operation.name == "PreferredLeaderRebalance"
+    examined = 0
+    while not operation.done:
+        operation.step()
+        examined += operation.last_units
+    assert examined <= len(index.imbalanced)
