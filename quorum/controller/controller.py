@@ -65,7 +65,7 @@ from quorum.controller.partition_change import PartitionExaminer
 from quorum.controller.producer_ids_control import allocate_producer_ids
 from quorum.controller.reassignments import (
     alter_partition_reassignments,
-    list_partition_reassignments,
+    list_partition_reassignments_steps,
 )
 from quorum.controller.replication_control import (
     create_partitions,
@@ -104,7 +104,6 @@ _IMAGE_COMMANDS: Final[dict[type, Command]] = {
     AlterPartitionRequest: alter_partition,
     ElectLeadersRequest: elect_leaders,
     AlterPartitionReassignmentsRequest: alter_partition_reassignments,
-    ListPartitionReassignmentsRequest: list_partition_reassignments,
     IncrementalAlterConfigsRequest: incremental_alter_configs,
     DescribeConfigsRequest: describe_configs,
     AllocateProducerIdsRequest: allocate_producer_ids,
@@ -126,6 +125,7 @@ class QuorumController:
         self._commands: dict[type, SlicedCommand] = {
             **{kind: _in_one_slice(command) for kind, command in _IMAGE_COMMANDS.items()},
             CreateTopicsRequest: create_topics_steps,
+            ListPartitionReassignmentsRequest: list_partition_reassignments_steps,
             BrokerRegistrationRequest: functools.partial(register_broker_steps, sessions=sessions),
             BrokerHeartbeatRequest: functools.partial(broker_heartbeat_steps, sessions=sessions),
             UnregisterBrokerRequest: functools.partial(unregister_broker_steps, sessions=sessions),
