@@ -12,17 +12,30 @@ or UNKNOWN_TOPIC_ID (by id, v10+). The broker list is never empty (librdkafka
 gives up on a cluster that answers none): before any broker is known this
 broker lists itself. The controller id clients see is this broker, which
 forwards controller-bound requests (Kafka's KRaft brokers do the same).
+
+An answer for every topic grows with the metadata (half a second at 100,000
+partitions), so ``MetadataAnswerBuilder`` builds it a bounded number of
+partitions at a time (``quorum.controller.slicing``); ``metadata_response``
+runs it in one go. ``broker.metadata_cache`` encodes the answer in slices
+too and keeps it per image.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Iterator, Sequence
+from typing import Final, Generic, Protocol, TypeVar
 
 import attrs
 
-from quorum.controller.image import NO_LEADER, BrokerRegistration, MetadataImage, TopicImage
+from quorum.controller.image import (
+    NO_LEADER,
+    BrokerRegistration,
+    MetadataImage,
+    PartitionRegistration,
+    TopicImage,
+)
+from quorum.controller.slicing import build_at_once
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     DescribeClusterRequest,
@@ -41,10 +54,17 @@ __all__ = [
     "CONTROLLER_ENDPOINT_TYPE",
     "ListenerView",
     "LiveBroker",
+    "MetadataAnswerBuilder",
+    "MetadataAnswerSink",
+    "ResponseSink",
+    "all_topics_asked",
     "describe_cluster_response",
     "live_brokers",
     "metadata_response",
 ]
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 BROKER_ENDPOINT_TYPE: Final = 1
 CONTROLLER_ENDPOINT_TYPE: Final = 2
@@ -96,85 +116,212 @@ def live_brokers(image: MetadataImage, view: ListenerView) -> list[LiveBroker]:
 def metadata_response(
     image: MetadataImage, request: MetadataRequest, version: int, view: ListenerView
 ) -> MetadataResponse:
-    return MetadataResponse(
-        brokers=tuple(
-            MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-            for b in live_brokers(image, view)
-        ),
-        cluster_id=view.cluster_id,
-        controller_id=view.node_id,
-        topics=tuple(_topics(image, request, version, view.listener_name)),
-    )
+    """The answer in one go (small requests, tests)."""
+    return build_at_once(MetadataAnswerBuilder(image, request, version, view, ResponseSink()))
 
 
-def _topics(
-    image: MetadataImage, request: MetadataRequest, version: int, listener_name: str
-) -> Iterable[MetadataResponseTopic]:
-    asked = request.topics
-    if asked is None or (version == 0 and not asked):
-        for name in sorted(image.topic_ids_by_name):
-            yield _topic(image, image.topics_by_id[image.topic_ids_by_name[name]], listener_name)
+def all_topics_asked(request: MetadataRequest, version: int) -> bool:
+    """v0 asks for every topic with an empty list, v1+ with a null one."""
+    return request.topics is None or (version == 0 and not request.topics)
+
+
+class _Reach:
+    """What a partition's answer needs of the brokers, looked up once per answer."""
+
+    def __init__(self, image: MetadataImage, listener_name: str) -> None:
+        # leader id -> the partition's error: NONE when it can be reached on this listener
+        self.leader_errors: dict[int, int] = {}
+        for broker_id, broker in image.brokers.items():
+            if _endpoint(broker, listener_name) is not None:
+                self.leader_errors[broker_id] = Errors.NONE
+            elif not broker.fenced:
+                self.leader_errors[broker_id] = Errors.LISTENER_NOT_FOUND
+        self.reachable = frozenset(b for b, e in self.leader_errors.items() if e == Errors.NONE)
+
+    def partition(self, index: int, partition: PartitionRegistration) -> MetadataResponsePartition:
+        leader = partition.leader
+        # unregistered or fenced: LEADER_NOT_AVAILABLE (-1 included)
+        error = self.leader_errors.get(leader, Errors.LEADER_NOT_AVAILABLE)
+        replicas = partition.replicas
+        return MetadataResponsePartition(
+            error_code=error,
+            partition_index=index,
+            leader_id=leader if error == Errors.NONE else NO_LEADER,
+            leader_epoch=partition.leader_epoch,
+            replica_nodes=replicas,
+            isr_nodes=partition.isr,
+            offline_replicas=(
+                () if self.reachable.issuperset(replicas)
+                else tuple(r for r in replicas if r not in self.reachable)
+            ),
+        )
+
+
+class MetadataAnswerSink(Protocol[R_co]):
+    """Where a ``MetadataAnswerBuilder`` puts the answer, as it builds it."""
+
+    def topic(self, topic: MetadataResponseTopic) -> None:
+        """A whole topic: one built within a slice, or an unknown one."""
+
+    def partitions(self, built: list[MetadataResponsePartition]) -> None:
+        """More partitions of a large topic (built over several slices), in order."""
+
+    def large_topic(self, topic: MetadataResponseTopic) -> None:
+        """The end of a large topic: its partitions are those given since the last topic."""
+
+    def finish(self, head: MetadataResponse) -> R_co:
+        """The answer: ``head`` (brokers, cluster, controller) with the topics given."""
+
+
+class ResponseSink:
+    """Collects the answer as a ``MetadataResponse``."""
+
+    def __init__(self) -> None:
+        self._topics: list[MetadataResponseTopic] = []
+        self._partitions: list[MetadataResponsePartition] = []
+
+    def topic(self, topic: MetadataResponseTopic) -> None:
+        self._topics.append(topic)
+
+    def partitions(self, built: list[MetadataResponsePartition]) -> None:
+        self._partitions += built
+
+    def large_topic(self, topic: MetadataResponseTopic) -> None:
+        self._topics.append(attrs.evolve(topic, partitions=tuple(self._partitions)))
+        self._partitions = []
+
+    def finish(self, head: MetadataResponse) -> MetadataResponse:
+        return attrs.evolve(head, topics=tuple(self._topics))
+
+
+class MetadataAnswerBuilder(Generic[R]):
+    """A Metadata answer built a slice at a time (the image is immutable), into ``sink``.
+
+    A unit is one topic asked about or one partition. A topic whose partitions
+    fit what is left of the slice goes to the sink whole; a larger one goes in
+    chunks of partitions, one per slice, then its head.
+    """
+
+    def __init__(
+        self,
+        image: MetadataImage,
+        request: MetadataRequest,
+        version: int,
+        view: ListenerView,
+        sink: MetadataAnswerSink[R],
+    ) -> None:
+        self._image = image
+        self._view = view
+        self._sink = sink
+        self._reach = _Reach(image, view.listener_name)
+        self._wanted = _wanted_topics(image, request, version)
+        # a large topic being built: (topic, sorted indexes, how many are built)
+        self._large: tuple[TopicImage, list[int], int] | None = None
+        self._done = False
+        self.units = 0  # done so far (tests)
+        self.partitions_built = 0
+
+    def step(self, max_units: int) -> bool:
+        """Build up to ``max_units`` units; True once the answer is complete."""
+        units = 0
+        while units < max_units and not self._done:
+            if self._large is not None:
+                units += self._continue_large(max_units - units)
+                continue
+            wanted = next(self._wanted, None)
+            if wanted is None:
+                self._done = True
+                break
+            units += 1
+            if isinstance(wanted, MetadataResponseTopic):
+                self._sink.topic(wanted)  # an unknown topic
+                continue
+            indexes = sorted(wanted.partitions)
+            if len(indexes) <= max_units - units:
+                self._sink.topic(self._topic(wanted, self._partitions(wanted, indexes)))
+                units += len(indexes)
+            else:
+                self._large = (wanted, indexes, 0)
+                units += self._continue_large(max_units - units)
+        self.units += units
+        return self._done
+
+    def result(self) -> R:
+        assert self._done, "the answer is not complete yet"
+        view = self._view
+        return self._sink.finish(MetadataResponse(
+            brokers=tuple(
+                MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+                for b in live_brokers(self._image, view)
+            ),
+            cluster_id=view.cluster_id,
+            controller_id=view.node_id,
+        ))
+
+    def _continue_large(self, budget: int) -> int:
+        assert self._large is not None
+        topic, indexes, start = self._large
+        chunk = indexes[start : start + budget]
+        if chunk:
+            self._sink.partitions(self._partitions(topic, chunk))
+        end = start + len(chunk)
+        if end == len(indexes):
+            self._sink.large_topic(self._topic(topic, ()))
+            self._large = None
+        else:
+            self._large = (topic, indexes, end)
+        return len(chunk)
+
+    def _partitions(self, topic: TopicImage, indexes: list[int]) -> list[MetadataResponsePartition]:
+        partitions, answer = topic.partitions, self._reach.partition
+        self.partitions_built += len(indexes)
+        return [answer(index, partitions[index]) for index in indexes]
+
+    @staticmethod
+    def _topic(
+        topic: TopicImage, partitions: Sequence[MetadataResponsePartition]
+    ) -> MetadataResponseTopic:
+        return MetadataResponseTopic(
+            name=topic.name,
+            topic_id=topic.topic_id,
+            is_internal=topic.name in _INTERNAL_TOPICS,
+            partitions=tuple(partitions),
+        )
+
+
+def _wanted_topics(
+    image: MetadataImage, request: MetadataRequest, version: int
+) -> Iterator[TopicImage | MetadataResponseTopic]:
+    """The topics to answer about, in order: known ones, or the answer for an unknown one."""
+    if all_topics_asked(request, version):
+        by_name, by_id = image.topic_ids_by_name, image.topics_by_id
+        for name in sorted(by_name):
+            yield by_id[by_name[name]]
         return
     seen: set[tuple[str | None, uuid.UUID]] = set()
-    for wanted in asked:
+    for wanted in request.topics or ():
         key = (wanted.name, wanted.topic_id)
-        if key in seen:
-            continue
-        seen.add(key)
-        yield _requested_topic(image, wanted.name, wanted.topic_id, listener_name)
+        if key not in seen:
+            seen.add(key)
+            yield _requested_topic(image, wanted.name, wanted.topic_id)
 
 
 def _requested_topic(
-    image: MetadataImage, name: str | None, topic_id: uuid.UUID, listener_name: str
-) -> MetadataResponseTopic:
+    image: MetadataImage, name: str | None, topic_id: uuid.UUID
+) -> TopicImage | MetadataResponseTopic:
     if name is None:
         by_id = image.topics_by_id.get(topic_id)
         if by_id is None:
             return MetadataResponseTopic(
                 error_code=Errors.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id
             )
-        return _topic(image, by_id, listener_name)
+        return by_id
     topic = image.topic(name)
     if topic is None:
         return MetadataResponseTopic(
             error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID
         )
-    return _topic(image, topic, listener_name)
-
-
-def _topic(image: MetadataImage, topic: TopicImage, listener_name: str) -> MetadataResponseTopic:
-    return MetadataResponseTopic(
-        name=topic.name,
-        topic_id=topic.topic_id,
-        is_internal=topic.name in _INTERNAL_TOPICS,
-        partitions=tuple(
-            _partition(image, topic, index, listener_name) for index in sorted(topic.partitions)
-        ),
-    )
-
-
-def _partition(
-    image: MetadataImage, topic: TopicImage, index: int, listener_name: str
-) -> MetadataResponsePartition:
-    partition = topic.partitions[index]
-    leader = partition.leader
-    broker = image.broker(leader)
-    error = Errors.NONE
-    if _endpoint(broker, listener_name) is None:
-        alive = broker is not None and not broker.fenced
-        error = Errors.LISTENER_NOT_FOUND if alive else Errors.LEADER_NOT_AVAILABLE
-        leader = NO_LEADER
-    return MetadataResponsePartition(
-        error_code=error,
-        partition_index=index,
-        leader_id=leader,
-        leader_epoch=partition.leader_epoch,
-        replica_nodes=partition.replicas,
-        isr_nodes=partition.isr,
-        offline_replicas=tuple(
-            r for r in partition.replicas if _endpoint(image.broker(r), listener_name) is None
-        ),
-    )
+    return topic
 
 
 # -- DescribeCluster ---------------------------------------------------------------------------

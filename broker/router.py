@@ -9,10 +9,12 @@ each in its own task so a slow forward holds up nothing else; the answer
 takes its place in the connection's response order. It advertises only
 these, at the client listener's versions (``CLIENT_LISTENER_VERSIONS``);
 anything else closes the connection, as Kafka does for a request it does
-not serve (the data plane comes with its own issue). The table, KIP-511 (an
-ApiVersions request at a version we do not know is answered in v0 with our
-table) and the ApiVersions and PykraftDescribeImage answers are the
-controller listener's (``quorum.node.local_answers``).
+not serve (the data plane comes with its own issue). The table, KIP-511
+(an ApiVersions request at a version we do not know is answered in v0 with
+our table) and the ApiVersions and PykraftDescribeImage answers are the
+controller listener's (``quorum.node.local_answers``). Metadata answers are
+built and encoded in slices and kept per image (``broker.metadata_cache``),
+so a poll about an image already answered costs a copy of its bytes.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any, Final
 import trio
 
 from broker.forwarding import FORWARDED_APIS, ControllerForwarder
-from broker.metadata_answers import ListenerView, describe_cluster_response, metadata_response
+from broker.metadata_answers import ListenerView, describe_cluster_response
+from broker.metadata_cache import MetadataAnswerCache
 from quorum.controller.image import MetadataImage
 from quorum.node.connection import ResponseSlot, ServerConnection
 from quorum.node.local_answers import ListenerApis, ListenerRouter
@@ -78,6 +81,7 @@ class BrokerRouter(ListenerRouter):
         self._image = image
         self._forwarder = forwarder
         self._nursery = nursery
+        self.metadata_answers = MetadataAnswerCache()
 
     async def route(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
         slot = conn.new_slot(header)
@@ -95,12 +99,14 @@ class BrokerRouter(ListenerRouter):
         slot.complete(await self._forwarder.forward(message, version))
 
     async def answer(self, version: int, message: Any) -> Any:
-        """The response to one decoded request answered from the image."""
+        """The response (or its ``EncodedBody``) to one decoded request answered from the image."""
         common = await self.apis.answer_common(message, node_id=self._view.node_id, image=self._image)
         if common is not None:
             return common
         image = self._image()
         if isinstance(message, MetadataRequest):
-            return metadata_response(image, message, version, self._view)
+            return await self.metadata_answers.encoded_response(
+                image, message, version, self._view
+            )
         assert isinstance(message, DescribeClusterRequest), message
         return describe_cluster_response(image, message, version, self._view)

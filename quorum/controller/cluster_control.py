@@ -83,6 +83,7 @@ from quorum.wire.messages.broker_lifecycle import (
 )
 from quorum.wire.messages.metadata_records import (
     BrokerRegistrationChangeRecord,
+    PartitionChangeRecord,
     UnregisterBrokerRecord,
 )
 from quorum.wire.messages.unregister_broker import (
@@ -167,7 +168,7 @@ register_broker = at_once("BrokerRegistration", register_broker_steps)
 
 def _scan_removals(
     image: MetadataImage, broker_id: int, ctx: ControllerContext
-) -> Generator[Slice, None, list[MetadataRecord]]:
+) -> Generator[Slice, None, list[PartitionChangeRecord]]:
     examine = broker_removal_examiner(
         image, broker_id, unclean_default=ctx.config.unclean_leader_election_enable
     )

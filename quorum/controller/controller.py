@@ -66,7 +66,7 @@ from quorum.controller.partition_index import PartitionIndex, PartitionKey
 from quorum.controller.producer_ids_control import allocate_producer_ids
 from quorum.controller.reassignments import (
     alter_partition_reassignments,
-    list_partition_reassignments,
+    list_partition_reassignments_steps,
 )
 from quorum.controller.replication_control import (
     create_partitions_steps,
@@ -103,7 +103,6 @@ _IMAGE_COMMANDS: Final[dict[type, Command]] = {
     DeleteTopicsRequest: delete_topics,
     AlterPartitionRequest: alter_partition,
     AlterPartitionReassignmentsRequest: alter_partition_reassignments,
-    ListPartitionReassignmentsRequest: list_partition_reassignments,
     IncrementalAlterConfigsRequest: incremental_alter_configs,
     DescribeConfigsRequest: describe_configs,
     AllocateProducerIdsRequest: allocate_producer_ids,
@@ -129,6 +128,7 @@ class QuorumController:
             CreateTopicsRequest: create_topics_steps,
             CreatePartitionsRequest: create_partitions_steps,
             ElectLeadersRequest: elect_leaders_steps,
+            ListPartitionReassignmentsRequest: list_partition_reassignments_steps,
             BrokerRegistrationRequest: functools.partial(register_broker_steps, sessions=sessions),
             BrokerHeartbeatRequest: functools.partial(broker_heartbeat_steps, sessions=sessions),
             UnregisterBrokerRequest: functools.partial(unregister_broker_steps, sessions=sessions),

@@ -10,24 +10,23 @@ that reach the same state by different records.
 Hashing a 100,000-partition image takes a third of a second, and tools and
 tests ask a node about the same image many times between commits, so a
 listener keeps the summary of the last image it was asked about
-(``LatestImageSummary``): images are immutable, so identity is enough. A
-node computes it in slices (``ImageSummaryBuilder``) between which its
-event loop serves everything else.
+(``LatestImageSummary``, an ``ImageCache``): images are immutable, so
+identity is enough. A node computes it in slices (``ImageSummaryBuilder``)
+between which its event loop serves everything else.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import struct
 from typing import Final
 
 import attrs
-import trio
 
 from quorum.controller.image import NO_LEADER, MetadataImage
-from quorum.controller.image_json import image_to_json
-from quorum.controller.slicing import MAX_UNITS_PER_SLICE
+from quorum.controller.image_cache import ImageCache
+from quorum.controller.image_json import image_json_text
+from quorum.controller.slicing import build_at_once
 from quorum.controller.snapshot import iter_image_records
 from quorum.wire.messages.metadata_records import PartitionRecord
 from quorum.wire.messages.pykraft_describe_image import PykraftDescribeImageResponse
@@ -49,10 +48,7 @@ _LENGTH: Final = struct.Struct(">I")
 
 def image_digest(image: MetadataImage) -> str:
     """Hex SHA-256 over the image's canonical records (provenance excluded)."""
-    builder = ImageSummaryBuilder(image)
-    while not builder.step(1 << 30):
-        pass
-    return builder.summary().digest
+    return build_at_once(ImageSummaryBuilder(image)).digest
 
 
 def short_digest(digest: str) -> str:
@@ -72,10 +68,7 @@ class ImageSummary:
 
     @classmethod
     def of(cls, image: MetadataImage) -> ImageSummary:
-        builder = ImageSummaryBuilder(image)
-        while not builder.step(1 << 30):
-            pass
-        return builder.summary()
+        return build_at_once(ImageSummaryBuilder(image))
 
 
 class ImageSummaryBuilder:
@@ -112,7 +105,7 @@ class ImageSummaryBuilder:
             units += 1
         return self._done
 
-    def summary(self) -> ImageSummary:
+    def result(self) -> ImageSummary:
         assert self._done, "the summary is not complete yet"
         return ImageSummary(
             self._hasher.hexdigest(), self._offline, self._partitions, self._imbalanced
@@ -129,36 +122,13 @@ class LatestImageSummary:
     """
 
     def __init__(self) -> None:
-        self._image: MetadataImage | None = None
-        self._summary: ImageSummary | None = None
-        self._building: tuple[MetadataImage, trio.Event] | None = None
+        self._cache = ImageCache[None, ImageSummary]()
 
     def of(self, image: MetadataImage) -> ImageSummary:
-        if self._summary is None or image is not self._image:
-            self._image, self._summary = image, ImageSummary.of(image)
-        return self._summary
+        return self._cache.get(image, None, lambda: ImageSummaryBuilder(image))
 
     async def of_async(self, image: MetadataImage) -> ImageSummary:
-        while True:
-            if self._summary is not None and image is self._image:
-                return self._summary
-            building = self._building
-            if building is None or building[0] is not image:
-                break
-            await building[1].wait()
-        done = trio.Event()
-        self._building = (image, done)
-        try:
-            builder = ImageSummaryBuilder(image)
-            while not builder.step(MAX_UNITS_PER_SLICE):
-                await trio.lowlevel.checkpoint()
-            summary = builder.summary()
-            self._image, self._summary = image, summary
-            return summary
-        finally:
-            if self._building is not None and self._building[1] is done:
-                self._building = None
-            done.set()
+        return await self._cache.get_in_slices(image, None, lambda: ImageSummaryBuilder(image))
 
 
 def build_describe_image_response(
@@ -167,18 +137,22 @@ def build_describe_image_response(
     node_id: int,
     include_image: bool,
     summary: ImageSummary | None = None,
+    image_json: str | None = None,
 ) -> PykraftDescribeImageResponse:
     """A node's PykraftDescribeImage answer for its committed ``image``.
 
-    ``summary`` is the image's, when the caller has it already.
+    ``summary`` and ``image_json`` (``image_json_text``) are the image's, when
+    the caller has them already (computed in slices).
     """
     if summary is None:
         summary = ImageSummary.of(image)
+    if include_image and image_json is None:
+        image_json = image_json_text(image)
     return PykraftDescribeImageResponse(
         node_id=node_id,
         offset=image.provenance.offset,
         epoch=image.provenance.epoch,
         digest=summary.digest,
-        image_json=json.dumps(image_to_json(image)) if include_image else None,
+        image_json=image_json if include_image else None,
         offline_partition_count=summary.offline_partition_count,
     )

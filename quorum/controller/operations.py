@@ -52,6 +52,7 @@ __all__ = [
 
 R = TypeVar("R")
 T = TypeVar("T")
+U = TypeVar("U")
 P = ParamSpec("P")
 
 # records per slice: with a transaction marker or two it still fits one Raft batch
@@ -96,22 +97,23 @@ def emit_in_slices(
 
 def scan_in_slices(
     items: Iterable[T],
-    examine: Callable[[T], MetadataRecord | None],
+    examine: Callable[[T], U | None],
     *,
     limit: int = MAX_UNITS_PER_SLICE,
-) -> Generator[Slice, None, list[MetadataRecord]]:
+) -> Generator[Slice, None, list[U]]:
     """Examine ``items`` ``limit`` per slice (slices without records); return what was found.
 
     A scan decides nothing until it has seen everything, so the records it
     finds go out afterwards (``emit_in_slices``), framed as one transaction
-    when there are more than a slice's worth.
+    when there are more than a slice's worth. A read (ListPartitionReassignments)
+    scans the same way and answers with what it found.
     """
-    found: list[MetadataRecord] = []
+    found: list[U] = []
     examined = 0
     for item in items:
-        record = examine(item)
-        if record is not None:
-            found.append(record)
+        value = examine(item)
+        if value is not None:
+            found.append(value)
         examined += 1
         if examined >= limit:
             yield Slice(more=True, units=examined)

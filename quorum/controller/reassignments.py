@@ -25,15 +25,23 @@ being added leave the replica list and the ISR; if that would empty the ISR,
 the first original replica becomes the ISR, which is an unclean election and
 is refused (INVALID_REPLICA_ASSIGNMENT) unless the topic allows unclean
 elections.
+
+ListPartitionReassignments with a null topic list examines every partition:
+``list_partition_reassignments_steps`` scans them in slices
+(``quorum.controller.operations.scan_in_slices``), so the active controller
+serves fetches and heartbeats meanwhile; named partitions are bounded by the
+request and answered in one slice.
 """
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable
 
 from quorum.controller.delta import merge_partition_change
 from quorum.controller.image import MetadataImage, PartitionRegistration, TopicImage
+from quorum.controller.operations import Operation, Steps, run_to_end, scan_in_slices
 from quorum.controller.partition_change import Election, build_partition_change
 from quorum.controller.rejections import Rejected
 from quorum.controller.replica_assignment import assignment_problem
@@ -55,6 +63,7 @@ from quorum.wire.messages.partition_reassignments import (
 __all__ = [
     "alter_partition_reassignments",
     "list_partition_reassignments",
+    "list_partition_reassignments_steps",
     "reassignment_targets",
 ]
 
@@ -179,26 +188,70 @@ def alter_partition_reassignments(
     return ControllerResult(tuple(records), response)
 
 
-def _ongoing(
-    topic: TopicImage, indexes: tuple[int, ...] | None
-) -> ListPartitionReassignmentsResponseOngoingTopicReassignment | None:
-    wanted = sorted(topic.partitions) if indexes is None else indexes
-    partitions = []
-    for index in wanted:
-        partition = topic.partition(index)
-        if partition is None or not partition.is_reassigning:
-            continue
-        partitions.append(ListPartitionReassignmentsResponseOngoingPartitionReassignment(
-            partition_index=index,
-            replicas=partition.replicas,
-            adding_replicas=partition.adding_replicas,
-            removing_replicas=partition.removing_replicas,
-        ))
-    if not partitions:
+_Ongoing = ListPartitionReassignmentsResponseOngoingPartitionReassignment
+_OngoingTopic = ListPartitionReassignmentsResponseOngoingTopicReassignment
+
+
+def _ongoing_partition(index: int, partition: PartitionRegistration | None) -> _Ongoing | None:
+    if partition is None or not partition.is_reassigning:
         return None
-    return ListPartitionReassignmentsResponseOngoingTopicReassignment(
-        name=topic.name, partitions=tuple(partitions)
+    return _ongoing(index, partition)
+
+
+def _ongoing(index: int, partition: PartitionRegistration) -> _Ongoing:
+    return _Ongoing(
+        partition_index=index,
+        replicas=partition.replicas,
+        adding_replicas=partition.adding_replicas,
+        removing_replicas=partition.removing_replicas,
     )
+
+
+def _ongoing_in(
+    item: tuple[TopicImage, int, PartitionRegistration],
+) -> tuple[str, _Ongoing] | None:
+    partition = item[2]
+    # most partitions are not moving: the cheapest test first (this runs per partition)
+    if not (partition.adding_replicas or partition.removing_replicas):
+        return None
+    return item[0].name, _ongoing(item[1], partition)
+
+
+def _named_ongoing(
+    image: MetadataImage, request: ListPartitionReassignmentsRequest
+) -> list[_OngoingTopic]:
+    found = []
+    for entry in request.topics or ():
+        topic = image.topic(entry.name)
+        if topic is None:
+            continue
+        partitions = tuple(
+            ongoing for index in entry.partition_indexes
+            if (ongoing := _ongoing_partition(index, topic.partition(index))) is not None
+        )
+        if partitions:
+            found.append(_OngoingTopic(name=topic.name, partitions=partitions))
+    return found
+
+
+def list_partition_reassignments_steps(
+    image: MetadataImage,
+    request: ListPartitionReassignmentsRequest,
+    version: int,
+    ctx: ControllerContext,
+) -> Steps[ListPartitionReassignmentsResponse]:
+    """_Ongoing reassignments: all (topics null, scanned in slices) or of the named
+    partitions; unknown topics and partitions are left out, as in Kafka."""
+    if request.topics is not None:
+        found = _named_ongoing(image, request)
+    else:
+        # iter_partitions: topics by name, partitions by index, so each topic's come together
+        every = yield from scan_in_slices(image.iter_partitions(), _ongoing_in)
+        found = [
+            _OngoingTopic(name=name, partitions=tuple(ongoing for _, ongoing in entries))
+            for name, entries in itertools.groupby(every, key=lambda pair: pair[0])
+        ]
+    return ListPartitionReassignmentsResponse(error_message=None, topics=tuple(found))
 
 
 def list_partition_reassignments(
@@ -207,20 +260,6 @@ def list_partition_reassignments(
     version: int,
     ctx: ControllerContext,
 ) -> ControllerResult[ListPartitionReassignmentsResponse]:
-    """Ongoing reassignments: all (topics null) or of the named partitions;
-    unknown topics and partitions are left out, as in Kafka."""
-    wanted: list[tuple[TopicImage, tuple[int, ...] | None]] = []
-    if request.topics is None:
-        wanted = [(t, None) for t in _topics_by_name(image)]
-    else:
-        for entry in request.topics:
-            topic = image.topic(entry.name)
-            if topic is not None:
-                wanted.append((topic, entry.partition_indexes))
-    found = [o for t, idx in wanted if (o := _ongoing(t, idx)) is not None]
-    response = ListPartitionReassignmentsResponse(error_message=None, topics=tuple(found))
-    return ControllerResult.answer(response)
-
-
-def _topics_by_name(image: MetadataImage) -> list[TopicImage]:
-    return [image.topics_by_id[image.topic_ids_by_name[n]] for n in sorted(image.topic_ids_by_name)]
+    """``list_partition_reassignments_steps`` at once (tests, tools)."""
+    steps = list_partition_reassignments_steps(image, request, version, ctx)
+    return run_to_end(Operation("ListPartitionReassignments", steps))

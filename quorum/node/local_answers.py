@@ -7,7 +7,9 @@ with the table (KIP-511: the client then retries at a version we do know),
 and raises the listener's ``rejected`` error (the connection is closed, as
 Kafka does) for anything the table does not hold. ApiVersions and
 PykraftDescribeImage (the image's offset and digest, so tests and tools can
-compare nodes) are answered the same way on every listener.
+compare nodes, and the image as JSON when asked) are answered the same way
+on every listener; the digest and the JSON are computed in slices, once per
+image.
 ``ListenerRouter`` is the ``Router`` both listeners build on: it decodes
 with its ``ListenerApis`` and hands each served request to ``route``.
 """
@@ -19,6 +21,8 @@ from typing import Any
 
 from quorum.controller.digest import LatestImageSummary, build_describe_image_response
 from quorum.controller.image import MetadataImage
+from quorum.controller.image_cache import ImageCache
+from quorum.controller.image_json import ImageJsonBuilder
 from quorum.node.connection import ServerConnection
 from quorum.wire.error_codes import Errors
 from quorum.wire.errors import WireDecodeError
@@ -56,6 +60,7 @@ class ListenerApis:
             for k, (lo, hi) in sorted(self.table.items())
         )
         self._summaries = LatestImageSummary()
+        self._image_json = ImageCache[None, str]()
 
     def decode(
         self, conn: ServerConnection, frame: bytes | memoryview
@@ -88,15 +93,21 @@ class ListenerApis:
     ) -> Any | None:
         """The answer to ApiVersions or PykraftDescribeImage; None for any other request.
 
-        The image's digest is computed in slices (the node serves meanwhile).
+        The image's digest and JSON are computed in slices (the node serves meanwhile).
         """
         if isinstance(message, ApiVersionsRequest):
             return ApiVersionsResponse(api_keys=self._entries)
         if isinstance(message, PykraftDescribeImageRequest):
             current = image()
+            summary = await self._summaries.of_async(current)
+            text = None
+            if message.include_image:
+                text = await self._image_json.get_in_slices(
+                    current, None, lambda: ImageJsonBuilder(current)
+                )
             return build_describe_image_response(
                 current, node_id=node_id, include_image=message.include_image,
-                summary=await self._summaries.of_async(current),
+                summary=summary, image_json=text,
             )
         return None
 

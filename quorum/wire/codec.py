@@ -17,20 +17,33 @@ hashes its memoryviews, which works for views of immutable ``bytes`` (what
 are values to compare, rarely keys, so the classes keep attrs' value hash.
 On encode the values of those fields are not copied until the final join:
 ``encode`` copies them once, into the returned ``bytes``.
+
+In slices.  A message too large to encode in one step of a node's thread (a
+Metadata answer for 100,000 partitions) is encoded a few elements at a time:
+``ArrayEncoder`` encodes the elements of one array of structs, slice by slice,
+into an ``EncodedArray``, which ``with_encoded`` puts in place of the field;
+the generated encoder writes such a value as it is. It nests: a topic's
+partitions encoded in slices, then the topic with them.
 """
 
 from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Iterable
 from typing import Any, Final, TypeVar
 
+import attrs
+
 from quorum.wire.codegen import FIXED_CODES, Compiled, generate, plan_struct
+from quorum.wire.codegen_plan import EncodedArray
 from quorum.wire.errors import WireDecodeError, WireEncodeError
 from quorum.wire.primitives import Buffer
 from quorum.wire.schema import ArrayType, FieldSpec, MessageInfo, StructType, message_info
 
 __all__ = [
+    "ArrayEncoder",
+    "EncodedArray",
     "codec_source",
     "compiled_pair",
     "decode",
@@ -39,6 +52,7 @@ __all__ = [
     "encode_into",
     "encode_parts",
     "is_flexible",
+    "with_encoded",
 ]
 
 T = TypeVar("T")
@@ -117,6 +131,44 @@ def encode_into(msg: Any, version: int, out: bytearray) -> None:
     """Append the encoding of ``msg`` to ``out`` (copies each chunk once)."""
     for part in encode_parts(msg, version):
         out += part
+
+
+class ArrayEncoder:
+    """Elements of one array of structs in a ``message_cls`` at ``version``, a slice at a time.
+
+    Each ``add`` encodes its elements and joins their bytes into one chunk, so
+    the finished ``EncodedArray`` holds a chunk per slice rather than a few
+    small pieces per field of every element.
+    """
+
+    def __init__(self, message_cls: type, version: int, element_cls: type) -> None:
+        _top(message_cls, version, WireEncodeError)  # refuses a version the message lacks
+        flexible = is_flexible(message_cls, version)
+        self._encode = _compiled(element_cls, version, flexible).encode
+        self._version = version
+        self._chunks: list[bytes] = []
+        self.count = 0
+
+    def add(self, elements: Iterable[Any]) -> None:
+        parts: list[Buffer] = []
+        encode, count = self._encode, 0
+        for element in elements:
+            try:
+                encode(element, parts)
+            except _ENCODE_FAILURES as e:
+                raise WireEncodeError(_explain_encode_failure(element, self._version, e)) from e
+            count += 1
+        if count:
+            self._chunks.append(b"".join(parts))
+            self.count += count
+
+    def finish(self) -> EncodedArray:
+        return EncodedArray(self.count, tuple(self._chunks))
+
+
+def with_encoded(msg: T, **arrays: EncodedArray) -> T:
+    """``msg`` with these array fields' elements encoded beforehand: a value to encode only."""
+    return attrs.evolve(msg, **arrays)  # type: ignore[misc]  # T: any declared message
 
 
 # -- decode ------------------------------------------------------------------

@@ -34,6 +34,7 @@ from quorum.wire.codegen_plan import (
     BYTES_LIKE,
     FIXED_CODES,
     Compiled,
+    EncodedArray,
     FieldPlan,
     Resolver,
     Source,
@@ -123,7 +124,11 @@ def _enc_array(src: Source, ind: int, expr: str, f: FieldPlan, w: str, a: str) -
     e = src.var("e")
     if isinstance(elem, StructType):
         enc = src.const(src.resolve(elem.cls).encode, "E")
-        src.emit(ind, f"for {e} in {expr}: {enc}({e}, {w})")
+        # elements encoded beforehand (in slices) go in as they are
+        encoded = src.const(EncodedArray, "P")
+        src.emit(ind, f"if type({expr}) is {encoded}: {w}.extend({expr}.chunks)")
+        src.emit(ind, "else:")
+        src.emit(ind + 1, f"for {e} in {expr}: {enc}({e}, {w})")
     elif elem.name == "uuid":
         src.emit(ind, f"{a}(b''.join([{e}.bytes for {e} in {expr}]))")
     elif elem.name == "string":

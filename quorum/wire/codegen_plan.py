@@ -24,6 +24,7 @@ __all__ = [
     "BYTES_LIKE",
     "FIXED_CODES",
     "Compiled",
+    "EncodedArray",
     "FieldPlan",
     "Resolver",
     "Source",
@@ -57,6 +58,24 @@ class Compiled:
 
 
 Resolver = Callable[[type], Compiled]
+
+
+@attrs.frozen
+class EncodedArray:
+    """The elements of an array of structs, encoded beforehand (``codec.ArrayEncoder``).
+
+    Given as the value of such a field, the generated encoder writes the
+    count and then these chunks as they are: a large message is encoded a
+    slice of elements at a time and assembled afterwards. Only for a field
+    that is not tagged at that version: a tagged field is written when it
+    differs from its default, which an ``EncodedArray`` always does.
+    """
+
+    count: int
+    chunks: tuple[bytes, ...]
+
+    def __len__(self) -> int:
+        return self.count
 
 
 @attrs.frozen

@@ -12,6 +12,10 @@ answer.
 a version outside the registered ``ApiSpec`` range; it carries the header, so a
 server can still answer (for ApiVersions: a v0 response with error 35
 UNSUPPORTED_VERSION).
+
+A response may be handed over already encoded (``EncodedBody``: an answer
+cached as bytes, or one encoded in slices); ``encode_response`` adds the
+header and the frame around it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from quorum.wire.schema import message_info
 
 __all__ = [
     "API_VERSIONS_KEY",
+    "EncodedBody",
     "RequestHeader",
     "ResponseHeader",
     "UnsupportedRequestError",
@@ -57,6 +62,15 @@ class RequestHeader:
 @attrs.frozen
 class ResponseHeader:
     correlation_id: int
+
+
+@attrs.frozen
+class EncodedBody:
+    """The body of a ``response_cls`` message encoded beforehand at ``version``."""
+
+    response_cls: type
+    version: int
+    body: bytes
 
 
 class UnsupportedRequestError(WireDecodeError):
@@ -157,15 +171,23 @@ def decode_request(payload: Buffer) -> tuple[RequestHeader, Any]:
 
 
 def encode_response(header: ResponseHeader, api_key: int, version: int, msg: Any) -> bytes:
-    """A framed response: size, header (v0 or v1), body."""
-    cls = type(msg)
+    """A framed response: size, header (v0 or v1), body (``msg``, or an ``EncodedBody``)."""
+    encoded = msg if isinstance(msg, EncodedBody) else None
+    cls = type(msg) if encoded is None else encoded.response_cls
     spec = api_for(api_key)
     if message_info(cls).api_key != api_key or (spec is not None and spec.response is not cls):
         raise WireEncodeError(f"{cls.__name__} is not the response class of api key {api_key}")
+    if encoded is not None and encoded.version != version:
+        raise WireEncodeError(
+            f"{cls.__name__} encoded at v{encoded.version} cannot answer a v{version} request"
+        )
     parts: list[Buffer] = [p.INT32_STRUCT.pack(header.correlation_id)]
     if response_header_version(cls, version) == 1:
         parts.append(p.EMPTY_TAGGED_FIELDS)
-    parts += encode_parts(msg, version)
+    if encoded is None:
+        parts += encode_parts(msg, version)
+    else:
+        parts.append(encoded.body)
     return _frame(parts)
 
 

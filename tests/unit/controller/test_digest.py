@@ -156,13 +156,24 @@ def test_the_latest_summary_hashes_an_image_once_and_a_new_image_again(
     assert hashed[3:] == [first, first]
 
 
-async def test_tasks_asking_for_one_image_share_one_computation_in_slices() -> None:
+async def test_tasks_asking_for_one_image_share_one_computation_in_slices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[MetadataImage] = []
+
+    class CountingBuilder(digest_module.ImageSummaryBuilder):
+        def __init__(self, image: MetadataImage) -> None:
+            built.append(image)
+            super().__init__(image)
+
+    monkeypatch.setattr(digest_module, "ImageSummaryBuilder", CountingBuilder)
     image = image_of()
     latest = LatestImageSummary()
     found: list[ImageSummary] = []
     async with trio.open_nursery() as nursery:
         for _ in range(3):
             nursery.start_soon(lambda: _append(found, latest.of_async(image)))
+    assert built == [image]
     assert found == [ImageSummary.of(image)] * 3
     assert await latest.of_async(image) is found[0]
 

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import random
+
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from quorum.controller.alter_partition import alter_partition
 from quorum.controller.config_control import incremental_alter_configs
-from quorum.controller.image import LeaderRecoveryState
+from quorum.controller.controller import QuorumController
+from quorum.controller.image import LeaderRecoveryState, MetadataImage
+from quorum.controller.operations import Operation
 from quorum.controller.reassignments import (
     alter_partition_reassignments,
     list_partition_reassignments,
+    list_partition_reassignments_steps,
 )
+from quorum.controller.results import ControllerContext
+from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.wire.codec import decode, encode
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.partition_reassignments import (
@@ -23,7 +32,16 @@ from quorum.wire.messages.partition_reassignments import (
     ListPartitionReassignmentsRequestTopics,
     ListPartitionReassignmentsResponse,
 )
+from quorum.wire.messages.partition_reassignments import (
+    ListPartitionReassignmentsResponseOngoingPartitionReassignment as Ongoing,
+)
+from quorum.wire.messages.partition_reassignments import (
+    ListPartitionReassignmentsResponseOngoingTopicReassignment as OngoingTopic,
+)
+from tests.unit.controller.image_strategies import TOPIC_NAMES, images
+from tests.unit.controller.large_images import large_image
 from tests.unit.controller.replication_world import (
+    CONFIG,
     World,
     alter_isr_request,
     new_topic,
@@ -209,3 +227,87 @@ def test_answers_encode_at_version_zero() -> None:
     listed = world.run(list_partition_reassignments, ListPartitionReassignmentsRequest(), 0)
     again = decode(ListPartitionReassignmentsResponse, 0, encode(listed.response, 0))
     assert again.topics[0].partitions[0].adding_replicas == (4, 5, 6)
+
+
+# -- listing in slices ------------------------------------------------------------------------
+
+
+def oracle_listing(
+    image: MetadataImage, request: ListPartitionReassignmentsRequest
+) -> ListPartitionReassignmentsResponse:
+    """Every wanted partition looked at in one pass (the plain way)."""
+    if request.topics is None:
+        names = sorted(image.topic_ids_by_name)
+        wanted = [(n, sorted(image.topic(n).partitions)) for n in names]  # type: ignore[union-attr]
+    else:
+        wanted = [(e.name, list(e.partition_indexes)) for e in request.topics]
+    topics = []
+    for name, indexes in wanted:
+        topic = image.topic(name)
+        if topic is None:
+            continue
+        partitions = tuple(
+            Ongoing(partition_index=i, replicas=p.replicas, adding_replicas=p.adding_replicas,
+                    removing_replicas=p.removing_replicas)
+            for i in indexes
+            if (p := topic.partition(i)) is not None and p.is_reassigning
+        )
+        if partitions:
+            topics.append(OngoingTopic(name=name, partitions=partitions))
+    return ListPartitionReassignmentsResponse(error_message=None, topics=tuple(topics))
+
+
+CTX = ControllerContext(config=CONFIG, now_ms=0, next_offset=0, rng=random.Random(0))
+
+
+def listed_in_slices(
+    image: MetadataImage, request: ListPartitionReassignmentsRequest
+) -> tuple[ListPartitionReassignmentsResponse, list[int]]:
+    operation = Operation("List", list_partition_reassignments_steps(image, request, 0, CTX))
+    units = []
+    while not operation.done:
+        assert operation.step() == []  # a read writes nothing
+        units.append(operation.last_units)
+    assert operation.response is not None
+    return operation.response, units
+
+
+@settings(max_examples=60, deadline=None)
+@given(images(), st.data())
+def test_a_listing_in_slices_is_the_plain_listing(image: MetadataImage, data: st.DataObject) -> None:
+    named = st.builds(
+        ListPartitionReassignmentsRequestTopics,
+        name=st.sampled_from((*TOPIC_NAMES, "nope")),
+        partition_indexes=st.lists(st.integers(0, 3), max_size=4).map(tuple),
+    )
+    topics = data.draw(st.none() | st.lists(named, max_size=4).map(tuple))
+    request = ListPartitionReassignmentsRequest(topics=topics)
+    answer, _ = listed_in_slices(image, request)
+    assert answer == oracle_listing(image, request)
+    assert list_partition_reassignments(image, request, 0, CTX).response == answer
+
+
+def test_listing_every_reassignment_of_20000_partitions_takes_bounded_slices() -> None:
+    image = large_image({"big": 20_000, "other": 1_500, "zero": 0}, reassigning_every=7)
+    request = ListPartitionReassignmentsRequest(topics=None)
+    answer, units = listed_in_slices(image, request)
+    assert answer == oracle_listing(image, request)
+    assert sum(len(t.partitions) for t in answer.topics) == 2858 + 215
+    assert len(units) > 20 and max(units) <= MAX_UNITS_PER_SLICE
+    assert sum(units) == 21_500
+
+
+def test_the_controller_runs_a_listing_of_every_partition_as_a_sliced_command() -> None:
+    image = large_image({"big": 5_000}, reassigning_every=3)
+    controller = QuorumController(CONFIG, rng=random.Random(1))
+    controller.load_snapshot(image)
+    controller.activate(0, next_offset=image.provenance.offset, epoch=2)
+    request = ListPartitionReassignmentsRequest(topics=None)
+    operation = controller.start(request, 0, now_ms=0, next_offset=image.provenance.offset + 1)
+    steps = 0
+    while not operation.done:
+        assert operation.step() == []
+        steps += 1
+        assert operation.last_units <= MAX_UNITS_PER_SLICE
+    assert steps > 5  # five slices of partitions, then the answer
+    assert operation.response == oracle_listing(image, request)
