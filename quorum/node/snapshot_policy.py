@@ -17,12 +17,7 @@ from __future__ import annotations
 import enum
 import logging
 
-from quorum.controller.image import MetadataImage
-from quorum.controller.snapshot import write_snapshot
-from quorum.log import OffsetAndEpoch
-from quorum.raft import RaftCore
-
-__all__ = ["SnapshotPolicy", "SnapshotReason", "snapshot_reason_text", "write_image_snapshot"]
+__all__ = ["SnapshotPolicy", "SnapshotReason", "snapshot_reason_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,27 +62,3 @@ class SnapshotPolicy:
         """A snapshot was written or loaded: everything replayed so far is in one."""
         self.bytes_since = 0
         self._last_ms = now_ms
-
-
-def write_image_snapshot(
-    core: RaftCore, image: MetadataImage, reason: SnapshotReason, *, timestamp_ms: int
-) -> bool:
-    """Write ``image`` (committed, replayed whole) as a snapshot through ``core``;
-    ``timestamp_ms`` is the time of its last record (the retention by age reads it).
-
-    False when a snapshot at or past its offset exists already (one loaded from
-    the leader, say) or the core refuses it (``create_snapshot`` says why).
-    """
-    snapshot_id = OffsetAndEpoch(image.provenance.offset, image.provenance.epoch)
-    latest = core.log.latest_snapshot_id
-    if latest is not None and latest.offset >= snapshot_id.offset:
-        return False
-    data = write_snapshot(image, last_contained_timestamp_ms=timestamp_ms)
-    if not core.create_snapshot(snapshot_id, data):
-        return False
-    logger.info(
-        "wrote metadata snapshot %d-%d (%d bytes, %s)",
-        snapshot_id.offset, snapshot_id.epoch, len(data),
-        _WHY[reason],
-    )
-    return True

@@ -11,10 +11,10 @@ import pytest
 
 from quorum.controller.controller import QuorumController
 from quorum.controller.digest import image_digest
-from quorum.controller.snapshot import read_snapshot, read_snapshot_records
+from quorum.controller.snapshot import read_snapshot, read_snapshot_records, write_snapshot
 from quorum.log import MemoryLog, OffsetAndEpoch
 from quorum.node.controller_machine import ControllerMachine
-from quorum.node.snapshot_policy import SnapshotPolicy, SnapshotReason, write_image_snapshot
+from quorum.node.snapshot_policy import SnapshotPolicy, SnapshotReason
 from quorum.raft import LeaderAndEpoch, OffsetRange, RaftCore, Ready
 from quorum.raft.snapshots import snapshot_timestamp_ms
 from tests.unit.broker.records import append_records, fold, metadata_version, register, topic
@@ -90,8 +90,10 @@ def test_an_image_snapshot_carries_the_time_it_is_given_outside_the_image() -> N
         log = MemoryLog()
         append_records(log, [metadata_version(), topic("orders")], epoch=1)
         core = cast(RaftCore, CommittedCore(log))
-        assert write_image_snapshot(core, image, SnapshotReason.BYTES, timestamp_ms=timestamp)
         snapshot_id = OffsetAndEpoch(2, 1)
+        assert core.create_snapshot(
+            snapshot_id, write_snapshot(image, last_contained_timestamp_ms=timestamp)
+        )
         header, _ = read_snapshot_records(log.read_snapshot(snapshot_id))
         assert header.last_contained_log_timestamp == timestamp
         assert snapshot_timestamp_ms(log, snapshot_id) == timestamp  # what the cleaner reads
