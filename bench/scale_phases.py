@@ -76,7 +76,9 @@ class ScaleRun:
             if self.cluster.is_running(node):
                 rss, peak = rss_bytes(self.cluster.pid(node))
                 self.node_figure(f"rss.{phase}", node, rss)
-                self.node_figure("rss.peak", node, peak)
+                # the largest of every process the node ran as (a restart starts anew)
+                self.node_figure("rss.peak", node,
+                                 max(peak, self.per_node.get("rss.peak", {}).get(node, 0)))
 
 
 def wait(condition: Callable[[], T | None], timeout: float, what: str,
