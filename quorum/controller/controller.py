@@ -63,6 +63,7 @@ from quorum.controller.operations import (
 )
 from quorum.controller.partition_change import PartitionEntry, PartitionExaminer
 from quorum.controller.partition_index import PartitionIndex, PartitionKey
+from quorum.controller.partition_map import EMPTY_PARTITIONS, PartitionMap
 from quorum.controller.producer_ids_control import allocate_producer_ids
 from quorum.controller.reassignments import (
     alter_partition_reassignments,
@@ -388,9 +389,7 @@ def note_every_change(index: PartitionIndex, old: MetadataImage, new: MetadataIm
         before, after = old.topics_by_id.get(topic_id), new.topics_by_id.get(topic_id)
         if before is after:
             continue
-        old_parts = {} if before is None else before.partitions
-        new_parts = {} if after is None else after.partitions
-        for number in old_parts.keys() | new_parts.keys():
-            partition = new_parts.get(number)
-            if partition is not old_parts.get(number):
-                index.note(topic_id, number, partition)
+        old_parts = EMPTY_PARTITIONS if before is None else before.partitions
+        new_parts = EMPTY_PARTITIONS if after is None else after.partitions
+        for number, _, partition in PartitionMap.of(new_parts).changed_against(old_parts):
+            index.note(topic_id, number, partition)

@@ -30,6 +30,7 @@ from quorum.controller.image import (
     Provenance,
     TopicImage,
 )
+from quorum.controller.partition_map import PartitionMap
 from quorum.wire.messages.metadata_records import (
     AbortTransactionRecord,
     BeginTransactionRecord,
@@ -108,10 +109,10 @@ class _TopicChange:
         return self.base.get(index) if found is None else found
 
     def build(self) -> TopicImage:
-        partitions = {**self.base, **self.changed} if self.base else dict(self.changed)
-        return TopicImage(
-            name=self.name, topic_id=self.topic_id, partitions=MappingProxyType(partitions)
-        )
+        # copies only the chunks of the partition map that changed (quorum.controller.
+        # partition_map): a change to a 1,000,000-partition topic is not a million copies
+        partitions = PartitionMap.of(self.base).with_changes(self.changed)
+        return TopicImage(name=self.name, topic_id=self.topic_id, partitions=partitions)
 
 
 _REMOVED: Final = object()

@@ -124,11 +124,20 @@ class LatestImageSummary:
     def __init__(self) -> None:
         self._cache = ImageCache[None, ImageSummary]()
 
+    @classmethod
+    def shared(cls) -> LatestImageSummary:
+        """The process's one cache: its listeners and its /metrics ask about the same
+        images, and hashing a 1,000,000-partition image takes seconds."""
+        return _SHARED
+
     def of(self, image: MetadataImage) -> ImageSummary:
         return self._cache.get(image, None, lambda: ImageSummaryBuilder(image))
 
     async def of_async(self, image: MetadataImage) -> ImageSummary:
         return await self._cache.get_in_slices(image, None, lambda: ImageSummaryBuilder(image))
+
+
+_SHARED: Final = LatestImageSummary()
 
 
 def build_describe_image_response(

@@ -37,15 +37,18 @@ async def build_in_slices(builder: SlicedBuilder[T]) -> T:
 
 
 class _Computation(Generic[T]):
-    """One value being computed; its askers wait on ``done``."""
+    """One value being computed. A task steps ``builder``; others wait on ``done``. If the
+    stepping task is cancelled (a client that gave up), the builder keeps its progress and
+    the next asker goes on from there."""
 
-    __slots__ = ("done", "image", "result")
+    __slots__ = ("builder", "done", "image", "result", "stepping")
 
-    def __init__(self, image: MetadataImage) -> None:
+    def __init__(self, image: MetadataImage, builder: SlicedBuilder[T]) -> None:
         self.image = image
+        self.builder = builder
         self.done = trio.Event()
-        # (value,) once computed; None when done: the computing task was cancelled
-        self.result: tuple[T] | None = None
+        self.stepping = False
+        self.result: tuple[T] | None = None  # (value,) once computed
 
 
 class ImageCache(Generic[K, T]):
@@ -73,21 +76,27 @@ class ImageCache(Generic[K, T]):
         """The value; computed in slices if missing, or awaited if another task computes it."""
         if self._lookup(image, key):
             return self._values[key]
-        while (running := self._running.get(key)) is not None and running.image is image:
+        while True:
+            running = self._running.get(key)
+            if running is None or running.image is not image:
+                running = self._running[key] = _Computation(image, builder())
+            if not running.stepping:
+                break
             await running.done.wait()
             if running.result is not None:
                 return running.result[0]
-            # its task was cancelled: compute here, unless another asker already does
-        running = _Computation[T](image)
-        self._running[key] = running
+            # its task was cancelled: go on where it stopped, unless another asker does
+        running.stepping = True
+        running.done = trio.Event()
         try:
-            value = await build_in_slices(builder())
+            value = await build_in_slices(running.builder)
             running.result = (value,)
+            if self._running.get(key) is running:
+                del self._running[key]
             self._keep(image, key, value)
             return value
         finally:
-            if self._running.get(key) is running:
-                del self._running[key]
+            running.stepping = False
             running.done.set()
 
     def _lookup(self, image: MetadataImage, key: K) -> bool:

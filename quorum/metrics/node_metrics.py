@@ -93,7 +93,7 @@ class NodeMetrics:
         self._broker = broker
         self._activity = activity
         self._clock = clock  # the clock the node's NodeActivity is fed with
-        self._summaries = LatestImageSummary()
+        self._summaries = LatestImageSummary.shared()
 
     async def families(self) -> list[Family]:
         families = raft_families(self._core())

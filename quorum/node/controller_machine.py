@@ -55,12 +55,26 @@ class _Answer:
 
 
 @attrs.define
+class _Queued:
+    """A request waiting for its turn; a broker's later heartbeat takes the place of
+    its earlier one (``superseded`` get the same answer)."""
+
+    call: ControllerCall
+    queued_ms: int
+    superseded: list[Callable[[object], None]] = attrs.Factory(list)
+
+    def reply(self, response: object) -> None:
+        self.call.reply(response)
+        for reply in self.superseded:
+            reply(response)
+
+
+@attrs.define
 class _Running:
     """The operation in progress and the request it answers (None for a timer)."""
 
     operation: Operation[Any]
-    call: ControllerCall | None
-    queued_ms: int
+    queued: _Queued | None
     started_ms: int
 
 
@@ -80,7 +94,10 @@ class ControllerMachine:
             on_changes=self._partitions_changed,
         )
         self._answers: deque[_Answer] = deque()
-        self._calls: deque[tuple[ControllerCall, int]] = deque()  # with their arrival time
+        self._calls: deque[_Queued] = deque()
+        # broker id -> its heartbeat waiting in ``_calls`` (one at most: brokers resend
+        # heartbeats that wait long, and a pile of them must not outgrow the fetches)
+        self._heartbeats: dict[int, _Queued] = {}
         self._running: _Running | None = None
         self._epoch = -1  # the epoch this node leads in while active
         # where the records just computed will land (checked when they are proposed)
@@ -105,9 +122,18 @@ class ControllerMachine:
             )
             item.reply(error_response(item.request, Errors.NOT_CONTROLLER, text))
             return
-        if isinstance(item.request, BrokerHeartbeatRequest):
-            self.controller.heartbeat_arrived(item.request, now_ms)
-        self._calls.append((item, now_ms))
+        request = item.request
+        if isinstance(request, BrokerHeartbeatRequest):
+            self.controller.heartbeat_arrived(request, now_ms)
+            waiting = self._heartbeats.get(request.broker_id)
+            if waiting is not None:
+                waiting.superseded.append(waiting.call.reply)
+                waiting.call = item
+                return
+            queued = self._heartbeats[request.broker_id] = _Queued(item, now_ms)
+            self._calls.append(queued)
+            return
+        self._calls.append(_Queued(item, now_ms))
 
     def proposed(self, offsets: OffsetRange) -> None:
         assert offsets.start == self._expected_offset, (
@@ -153,9 +179,9 @@ class ControllerMachine:
         """The node stops: every queued, running or waiting request learns why."""
         text = "the node is shutting down"
         running, self._running = self._running, None
-        if running is not None and running.call is not None:
-            item = running.call
-            item.reply(error_response(item.request, Errors.NOT_CONTROLLER, text))
+        if running is not None and running.queued is not None:
+            queued = running.queued
+            queued.reply(error_response(queued.call.request, Errors.NOT_CONTROLLER, text))
         self._calls_fail(text)
         self._fail_answers(text)
 
@@ -185,19 +211,22 @@ class ControllerMachine:
             return offset
 
         if self._calls:
-            item, queued_ms = self._calls.popleft()
+            queued = self._calls.popleft()
+            item = queued.call
+            if isinstance(item.request, BrokerHeartbeatRequest):
+                del self._heartbeats[item.request.broker_id]
             operation = controller.start(
                 item.request, item.version, now_ms=now_ms, next_offset=next_offset,
                 next_append_offset=append_offset,
             )
-            self._running = _Running(operation, item, queued_ms, now_ms)
+            self._running = _Running(operation, queued, now_ms)
         else:
             due = controller.due_operation(
                 now_ms, next_offset=next_offset, next_append_offset=append_offset
             )
             if due is None:
                 return None
-            self._running = _Running(due, None, now_ms, now_ms)
+            self._running = _Running(due, None, now_ms)
         return self._running
 
     def _stage(self, records: Sequence[MetadataRecord], next_offset: int) -> list[bytes]:
@@ -209,15 +238,16 @@ class ControllerMachine:
         return [encode_metadata_record(r) for r in records]
 
     def _finish(self, running: _Running, core: RaftCore, now_ms: int, end_offset: int) -> None:
+        queued = running.queued
+        queued_ms = running.started_ms if queued is None else queued.queued_ms
         self._finished.append(
-            (float(running.started_ms - running.queued_ms), float(now_ms - running.started_ms))
+            (float(running.started_ms - queued_ms), float(now_ms - running.started_ms))
         )
-        item = running.call
-        if item is None:
+        if queued is None:
             return
         # an answer without records still waits for everything proposed before it
         self._answers.append(
-            _Answer(end_offset, item.request, running.operation.response, item.reply)
+            _Answer(end_offset, queued.call.request, running.operation.response, queued.reply)
         )
         self._answer()
 
@@ -269,10 +299,11 @@ class ControllerMachine:
             controller.deactivate()
             # an open transaction stays open in the log: the next active controller aborts it
             running, self._running = self._running, None
-            if running is not None and running.call is not None:
-                item = running.call
-                item.reply(error_response(
-                    item.request, Errors.NOT_CONTROLLER, "leadership moved during the request"
+            if running is not None and running.queued is not None:
+                queued = running.queued
+                queued.reply(error_response(
+                    queued.call.request, Errors.NOT_CONTROLLER,
+                    "leadership moved during the request",
                 ))
             self._expected_offset = None
             self._calls_fail("leadership moved before the request was handled")
@@ -319,6 +350,7 @@ class ControllerMachine:
             done.reply(error_response(done.request, Errors.NOT_CONTROLLER, text))
 
     def _calls_fail(self, text: str) -> None:
+        self._heartbeats.clear()
         while self._calls:
-            item, _ = self._calls.popleft()
-            item.reply(error_response(item.request, Errors.NOT_CONTROLLER, text))
+            queued = self._calls.popleft()
+            queued.reply(error_response(queued.call.request, Errors.NOT_CONTROLLER, text))

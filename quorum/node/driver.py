@@ -7,12 +7,13 @@ Ready contract's order, where fsyncs run, what a leader serves beside its
 own flush) before it takes the next input; the plan is sans-I/O and the
 simulator runs it too. The core is polled at ``next_deadline_ms``.
 
-Between two inputs the state machine (``quorum.node.state_machine``) works
-one bounded slice: replay, a snapshot part, a slice of a controller
-operation (whose records are proposed at once). Inputs and slices
-alternate, with a checkpoint after each, so a node busy with 100,000
-partitions still answers fetches, votes and heartbeats within a slice's time;
-each slice's duration and units go to the node's ``NodeActivity``.
+Between inputs the state machine (``quorum.node.state_machine``) works one
+bounded slice: replay, a snapshot part, a slice of a controller operation
+(whose records are proposed at once). The inputs queued meanwhile (up to
+``INPUTS_BETWEEN_SLICES``) and then one slice alternate, with a checkpoint
+after each, so a node busy with 100,000 partitions still answers fetches,
+votes and heartbeats within a slice's time; each slice's duration and units
+go to the node's ``NodeActivity``.
 
 Waited fsyncs run on the trio thread or in a worker thread as the plan says
 (``FsyncPlacement``); a leader's flush beside the core runs in a worker
@@ -79,12 +80,15 @@ from quorum.wire.messages import (
 )
 from quorum.wire.metadata_serde import wrap_payload
 
-__all__ = ["INBOX_SIZE", "CoreDriver", "FsyncPlacement", "NodeClock", "propose_machine_records"]
+__all__ = ["INBOX_SIZE", "INPUTS_BETWEEN_SLICES", "CoreDriver", "FsyncPlacement", "NodeClock", "propose_machine_records"]
 
 logger = logging.getLogger(__name__)
 
 # inputs queued for the core before senders wait (backpressure on listeners)
 INBOX_SIZE: Final = 4096
+# inputs handled between two slices of the state machine's work, at most: each input is
+# cheap (a request is only queued by the machine), a slice may take tens of milliseconds
+INPUTS_BETWEEN_SLICES: Final = 64
 # slices whose results (image parts) outlive them
 _LONG_LIVED_KINDS: Final = frozenset({"replay", "snapshot-load", "controller-op"})
 _MAX_APPENDS_PER_PROPOSAL: Final = 1024
@@ -229,15 +233,25 @@ class CoreDriver:
                     if item is None and self._background_flush_ended():
                         continue
                 if item is not None or self._core_due():
-                    if not safe_beside_a_flush(item):
-                        await self._wait_background_flush()
-                    # the flush may have ended before trio resumed its task: count it first
-                    await self._report_background_flush()
-                    await self._apply(self._step(item, self.now_ms()))
-                    # let the writers send what this step answered before the next slice
-                    await trio.lowlevel.checkpoint()
+                    await self._handle(item)
+                    # what queued meanwhile first (fetches must not wait behind a pile of
+                    # requests, one slice each), then the next slice
+                    for _ in range(INPUTS_BETWEEN_SLICES - 1):
+                        if (item := self._take_nowait()) is None:
+                            break
+                        await self._handle(item)
                 await self._machine_slice()
                 await trio.lowlevel.checkpoint()
+
+    async def _handle(self, item: Input | None) -> None:
+        """One input (None: the core's timers) and its Ready."""
+        if not safe_beside_a_flush(item):
+            await self._wait_background_flush()
+        # the flush may have ended before trio resumed its task: count it first
+        await self._report_background_flush()
+        await self._apply(self._step(item, self.now_ms()))
+        # let the writers send what this step answered before the next input or slice
+        await trio.lowlevel.checkpoint()
 
     # -- the leader's flush beside the core --------------------------------------------------
 

@@ -59,7 +59,7 @@ class ListenerApis:
             ApiVersionsResponseApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(self.table.items())
         )
-        self._summaries = LatestImageSummary()
+        self._summaries = LatestImageSummary.shared()
         self._image_json = ImageCache[None, str]()
 
     def decode(

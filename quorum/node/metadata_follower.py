@@ -45,6 +45,7 @@ from quorum.controller.image import (
     TopicImage,
 )
 from quorum.controller.log_records import LogBatch, LogBatchCursor, MetadataLogError
+from quorum.controller.partition_map import EMPTY_PARTITIONS, PartitionMap
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE, SliceReport
 from quorum.controller.snapshot import SnapshotBuilder, SnapshotReader
 from quorum.log import OffsetAndEpoch
@@ -251,9 +252,10 @@ class MetadataLogFollower:
             size_bytes += batch.size_bytes
         if self.transaction_start is None and cursor.position > self.image.provenance.offset:
             self._publish_delta(cursor.position)
-        # inside a transaction the snapshot is of the image before it began
+        # the bytes count inside a transaction too; the snapshot waits for its end, so it
+        # holds the transaction (a snapshot of the image before it would soon be stale)
         reason = self._policy.replayed(size_bytes, now_ms)
-        if reason is not None and self._writing is None:
+        if reason is not None and self.transaction_start is None and self._writing is None:
             self._start_snapshot(core, reason, now_ms)
         return units
 
@@ -346,14 +348,18 @@ class MetadataLogFollower:
         if not writing.builder.done:
             return units
         self._writing = None
+        self._store_snapshot(core, writing)
         # what was replayed while this one was built may call for the next already
         reason = self._policy.replayed(0, now_ms)
-        if reason is not None:
+        if reason is not None and self.transaction_start is None:
             self._start_snapshot(core, reason, now_ms)
+        return units
+
+    def _store_snapshot(self, core: RaftCore, writing: _SnapshotWrite) -> None:
         snapshot_id = writing.builder.snapshot_id
         latest = core.log.latest_snapshot_id
         if latest is not None and latest.offset >= snapshot_id.offset:
-            return units  # one loaded from the leader meanwhile is newer
+            return  # one loaded from the leader meanwhile is newer
         data = writing.builder.data()
         if core.create_snapshot(snapshot_id, data):
             logger.info(
@@ -361,25 +367,20 @@ class MetadataLogFollower:
                 snapshot_id.offset, snapshot_id.epoch, len(data),
                 snapshot_reason_text(writing.reason),
             )
-        return units
 
 
 def _walk(publication: Publication) -> Iterator[ChangedPartition]:
     """Every partition of the changed topics that is not the same object on both sides.
 
-    Lazy, in the topics' own order: no sort of a 100,000-partition topic in one go.
+    Lazy, in the topics' own order; chunks of a topic's partitions that both
+    images share are skipped unread (``PartitionMap.changed_against``).
     """
     old_topics, new_topics = publication.old.topics_by_id, publication.new.topics_by_id
     for topic_id in sorted(publication.changed_topics):
         old_topic, new_topic = old_topics.get(topic_id), new_topics.get(topic_id)
         if old_topic is new_topic:
             continue  # shared by both images: nothing in it changed
-        old_parts = {} if old_topic is None else old_topic.partitions
-        new_parts = {} if new_topic is None else new_topic.partitions
-        for index, new in new_parts.items():
-            old = old_parts.get(index)
-            if old is not new:
-                yield ChangedPartition(topic_id, index, old_topic, new_topic, old, new)
-        for index, old in old_parts.items():
-            if index not in new_parts:
-                yield ChangedPartition(topic_id, index, old_topic, new_topic, old, None)
+        old_parts = EMPTY_PARTITIONS if old_topic is None else old_topic.partitions
+        new_parts = EMPTY_PARTITIONS if new_topic is None else new_topic.partitions
+        for index, old, new in PartitionMap.of(new_parts).changed_against(old_parts):
+            yield ChangedPartition(topic_id, index, old_topic, new_topic, old, new)

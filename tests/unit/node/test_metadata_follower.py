@@ -172,11 +172,19 @@ def test_the_own_snapshot_is_built_in_slices_and_holds_the_published_image() -> 
     assert data == write_snapshot(run.follower.image, last_contained_timestamp_ms=0)
 
 
-def test_no_snapshot_is_taken_inside_an_open_transaction() -> None:
+def test_a_snapshot_due_inside_a_transaction_waits_for_its_end_and_holds_it() -> None:
     log = MemoryLog()
     append_records(log, BASE, epoch=3)
     append_records(log, [BeginTransactionRecord(), *partitions("a", 0, 3)], epoch=3)
     run = Run(log, snapshot_max_bytes=1)
-    run.settle(committed(log.log_end_offset))
-    # the one snapshot is of the image before the transaction began
-    assert [s.offset for s in log.snapshot_ids()] == [len(BASE)]
+    run.settle(committed(len(BASE)))
+    first = log.latest_snapshot_id
+    assert first is not None and first.offset == len(BASE)
+    run.settle(committed(log.log_end_offset, len(BASE)))
+    assert log.latest_snapshot_id == first  # none of the image before the transaction again
+    middle = log.log_end_offset
+    append_records(log, [*partitions("a", 3, 2), EndTransactionRecord()], epoch=3)
+    run.settle(committed(log.log_end_offset, middle))
+    assert log.latest_snapshot_id == OffsetAndEpoch(log.log_end_offset, 3)
+    data = log.read_snapshot(OffsetAndEpoch(log.log_end_offset, 3))
+    assert data == write_snapshot(run.follower.image, last_contained_timestamp_ms=0)

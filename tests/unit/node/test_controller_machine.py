@@ -1,0 +1,117 @@
+"""The controller machine on a single-voter core: operations run one slice at a time, a
+broker's waiting heartbeats fold into one, and every request gets an answer."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+import attrs
+
+from quorum.controller.controller import QuorumController
+from quorum.node.controller_machine import ControllerMachine
+from quorum.node.driver import propose_machine_records
+from quorum.node.inputs import ControllerCall
+from quorum.raft import RaftCore, Ready
+from quorum.wire.error_codes import Errors
+from quorum.wire.messages import (
+    BrokerHeartbeatRequest,
+    CreateTopicsRequest,
+    CreateTopicsRequestTopic,
+)
+from tests.unit.controller.cluster_world import CONFIG, registration_request
+from tests.unit.raft.builders import new_core
+
+NOW = 10_000
+
+
+@attrs.define
+class Node:
+    """A single-voter core and its controller machine, driven as the node's driver does."""
+
+    core: RaftCore = attrs.Factory(lambda: new_core(1, voters=(1,)))
+    machine: ControllerMachine = attrs.Factory(
+        lambda: ControllerMachine(QuorumController(CONFIG, rng=random.Random(1)))
+    )
+    operations: int = 0  # operations that ended
+
+    def apply(self, ready: Ready) -> None:
+        """The Ready and the flush it asks for (a lone voter commits what it flushed)."""
+        while True:
+            self.machine.observe(ready, self.core, NOW)
+            if not ready.flush_log:
+                return
+            ready = self.core.flushed(self.core.log.flush(), NOW)
+
+    def settle(self, slices: int = 10_000) -> None:
+        """Inputs first, then slices until the machine has nothing left (or ``slices`` ran)."""
+        self.apply(self.core.poll(NOW))
+        for _ in range(slices):
+            if not self.machine.has_work(NOW):
+                return
+            work = self.machine.work(self.core, NOW)
+            self.operations += len(work.finished_operations)
+            if work.payloads:
+                self.apply(propose_machine_records(self.core, self.machine, work.payloads, NOW))
+
+    def call(self, request: Any, version: int) -> list[Any]:
+        answers: list[Any] = []
+        self.machine.call(ControllerCall(request, version, answers.append), self.core, NOW)
+        return answers
+
+
+def start_broker(node: Node) -> int:
+    """Broker 1 registered and unfenced; its epoch."""
+    answers = node.call(registration_request(1, uuid.UUID(int=1)), 4)
+    node.settle()
+    [registered] = answers
+    assert registered.error_code == Errors.NONE
+    epoch: int = registered.broker_epoch
+    offset = node.machine.follower.image.provenance.offset - 1
+    beats = node.call(BrokerHeartbeatRequest(
+        broker_id=1, broker_epoch=epoch, current_metadata_offset=offset
+    ), 1)
+    node.settle()
+    assert [b.is_fenced for b in beats] == [False]
+    assert not node.machine.follower.image.brokers[1].fenced
+    return epoch
+
+
+def test_waiting_heartbeats_of_a_broker_fold_into_one_and_every_one_is_answered() -> None:
+    node = Node()
+    node.settle()  # leads, activates
+    epoch = start_broker(node)
+    big = CreateTopicsRequest(topics=(
+        CreateTopicsRequestTopic(name="big", num_partitions=3_000, replication_factor=1),
+    ))
+    created = node.call(big, 5)
+    node.settle(slices=1)  # the creation is under way: heartbeats queue behind it
+    heartbeats = [
+        node.call(BrokerHeartbeatRequest(
+            broker_id=1, broker_epoch=epoch, current_metadata_offset=offset
+        ), 1)
+        for offset in (10, 20, 30)
+    ]
+    before = node.operations
+    node.settle()
+    assert [a.topics[0].error_code for a in created] == [Errors.NONE]
+    # one heartbeat operation answered all three, with the same answer
+    assert node.operations - before == 2
+    assert all(len(a) == 1 for a in heartbeats)
+    assert heartbeats[0][0] is heartbeats[1][0] is heartbeats[2][0]
+
+
+def test_a_stopping_controller_answers_what_waits_and_what_runs() -> None:
+    node = Node()
+    node.settle()
+    start_broker(node)
+    big = CreateTopicsRequest(topics=(
+        CreateTopicsRequestTopic(name="big", num_partitions=3_000, replication_factor=1),
+    ))
+    running = node.call(big, 5)
+    node.settle(slices=1)
+    waiting = node.call(big, 5)
+    node.machine.close()
+    for answers in (running, waiting):
+        assert [a.topics[0].error_code for a in answers] == [Errors.NOT_CONTROLLER]
