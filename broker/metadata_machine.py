@@ -115,7 +115,11 @@ class BrokerMetadataMachine:
 
     def work(self, core: RaftCore, now_ms: int) -> Work:
         report = self.follower.step(core, now_ms)
-        return Work(slices=() if report is None else (report,))
+        built = self.follower.take_built_snapshot()
+        return Work(
+            slices=() if report is None else (report,),
+            snapshots=() if built is None else (built,),
+        )
 
     def deadline_ms(self) -> int | None:
         return None

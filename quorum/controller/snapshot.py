@@ -217,6 +217,11 @@ class SnapshotBuilder:
         assert self.done, "the snapshot is not built yet"
         return b"".join(self._parts)
 
+    def parts(self) -> list[bytes]:
+        """The file's batches in order (``data`` without joining them into one copy)."""
+        assert self.done, "the snapshot is not built yet"
+        return list(self._parts)
+
     def _close_batch(self) -> None:
         records = [Record(offset_delta=i, value=v) for i, v in enumerate(self._batch)]
         self._parts.append(

@@ -23,6 +23,7 @@ from quorum.log.protocol import (
     OffsetAndEpoch,
     ReadResult,
     ReplicatedLog,
+    SnapshotData,
     metadata_end_offset_for_epoch,
 )
 
@@ -42,6 +43,7 @@ __all__ = [
     "OffsetOutOfRangeError",
     "ReadResult",
     "ReplicatedLog",
+    "SnapshotData",
     "SnapshotNotFoundError",
     "metadata_end_offset_for_epoch",
     "partition_dir",

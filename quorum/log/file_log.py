@@ -33,7 +33,7 @@ from quorum.log.appends import PreparedAppend, prepare_follower_append, prepare_
 from quorum.log.config import LogConfig
 from quorum.log.errors import OffsetOutOfRangeError
 from quorum.log.fileio import fsync_dir, write_checkpoint
-from quorum.log.protocol import AppendInfo, OffsetAndEpoch, ReadResult
+from quorum.log.protocol import AppendInfo, OffsetAndEpoch, ReadResult, SnapshotData
 from quorum.log.recovery import EPOCH_CHECKPOINT, recover, write_log_start_offset
 from quorum.log.retention import expired_by_size, expired_by_time
 from quorum.log.segment import Segment
@@ -393,7 +393,7 @@ class FileLog:
     def snapshot_ids(self) -> list[OffsetAndEpoch]:
         return self._snapshots.ids()
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
         return self._snapshots.create(snapshot_id, data)
 
     def read_snapshot(

@@ -9,6 +9,7 @@ file, and the directory fsynced so the rename itself survives a crash.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -34,15 +35,21 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, tmp_suffix: str = ".tmp") -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file."""
+def atomic_write(
+    path: Path, data: bytes | memoryview | Sequence[bytes], *, tmp_suffix: str = ".tmp"
+) -> None:
+    """Replace ``path`` with ``data`` (bytes, or parts written one after the other, never
+    joined: a large snapshot is not copied once more) so that a crash leaves the old or
+    the new file."""
     tmp = path.with_name(path.name + tmp_suffix)
+    parts = [data] if isinstance(data, bytes | memoryview) else data
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        for part in parts:
+            view = memoryview(part)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
         os.fsync(fd)
     finally:
         os.close(fd)

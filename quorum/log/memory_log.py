@@ -16,7 +16,7 @@ from quorum.log.appends import PreparedAppend, prepare_follower_append, prepare_
 from quorum.log.config import LogConfig
 from quorum.log.epoch_cache import EpochCache
 from quorum.log.errors import OffsetOutOfRangeError, SnapshotNotFoundError
-from quorum.log.protocol import AppendInfo, OffsetAndEpoch, ReadResult
+from quorum.log.protocol import AppendInfo, OffsetAndEpoch, ReadResult, SnapshotData
 
 __all__ = ["MemoryLog"]
 
@@ -243,12 +243,13 @@ class MemoryLog:
     def snapshot_ids(self) -> list[OffsetAndEpoch]:
         return sorted(self._snapshots)
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
         if snapshot_id.offset < 0 or snapshot_id.epoch < 0:
             raise ValueError(f"snapshot id {snapshot_id} has a negative offset or epoch")
         if snapshot_id in self._snapshots:
             return False
-        self._snapshots[snapshot_id] = bytes(data)
+        whole = data if isinstance(data, bytes | memoryview) else b"".join(data)
+        self._snapshots[snapshot_id] = bytes(whole)
         return True
 
     def _snapshot(self, snapshot_id: OffsetAndEpoch) -> bytes:

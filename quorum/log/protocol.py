@@ -33,7 +33,8 @@ Semantics shared by both implementations:
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Protocol, TypeAlias
 
 import attrs
 
@@ -44,6 +45,7 @@ __all__ = [
     "OffsetAndEpoch",
     "ReadResult",
     "ReplicatedLog",
+    "SnapshotData",
     "metadata_end_offset_for_epoch",
 ]
 
@@ -87,6 +89,10 @@ class ReadResult:
     @property
     def is_empty(self) -> bool:
         return len(self.records) == 0
+
+
+# a snapshot's bytes, or its parts in order (a large one is never joined into one copy)
+SnapshotData: TypeAlias = bytes | memoryview | Sequence[bytes]
 
 
 class ReplicatedLog(Protocol):
@@ -162,8 +168,14 @@ class ReplicatedLog(Protocol):
         """Make the log durable up to its end; returns the flushed offset."""
         ...
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
-        """Store a whole snapshot atomically; False if that id already exists."""
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
+        """Store a whole snapshot atomically; False if that id already exists.
+
+        ``data`` is the bytes, or their parts in order. The file log may run this in a
+        worker thread (the node's trio thread keeps serving while a large snapshot is
+        written and synced): it touches nothing but its snapshot files and the set of
+        snapshot ids, which it changes last.
+        """
         ...
 
     def read_snapshot(

@@ -17,7 +17,7 @@ from typing import Final
 
 from quorum.log.errors import OffsetOutOfRangeError, SnapshotNotFoundError
 from quorum.log.fileio import atomic_write, fsync_dir
-from quorum.log.protocol import OffsetAndEpoch
+from quorum.log.protocol import OffsetAndEpoch, SnapshotData
 
 __all__ = [
     "PARTIAL_SUFFIX",
@@ -68,14 +68,17 @@ class SnapshotStore:
     def path_of(self, snapshot_id: OffsetAndEpoch) -> Path:
         return self._directory / snapshot_file_name(snapshot_id)
 
-    def create(self, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
-        """Write a snapshot atomically; False (and no write) if the id exists."""
+    def create(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
+        """Write a snapshot atomically; False (and no write) if the id exists.
+
+        Safe in a worker thread while the owner reads snapshots: the id joins the
+        set only once the file is complete and in place."""
         if snapshot_id.offset < 0 or snapshot_id.epoch < 0:
             raise ValueError(f"snapshot id {snapshot_id} has a negative offset or epoch")
         if snapshot_id in self._ids:
             return False
         path = self.path_of(snapshot_id)
-        atomic_write(path, bytes(data), tmp_suffix=".part")
+        atomic_write(path, data, tmp_suffix=".part")
         self._ids.add(snapshot_id)
         return True
 
@@ -105,7 +108,8 @@ class SnapshotStore:
 
     def delete_before(self, snapshot_id: OffsetAndEpoch) -> int:
         """Delete every snapshot older than ``snapshot_id``; returns how many."""
-        old = [i for i in self._ids if i < snapshot_id]
+        # a copy first: a worker thread may add a snapshot meanwhile (``create``)
+        old = [i for i in tuple(self._ids) if i < snapshot_id]
         for item in old:
             self.path_of(item).unlink(missing_ok=True)
             self._ids.discard(item)

@@ -168,7 +168,8 @@ class ControllerMachine:
                 if report is not None:
                     reports.append(report)
         finished, self._finished = tuple(self._finished), []
-        return Work(payloads, tuple(reports), finished)
+        built = self.follower.take_built_snapshot()
+        return Work(payloads, tuple(reports), finished, () if built is None else (built,))
 
     def deadline_ms(self) -> int | None:
         if not self.controller.is_active:

@@ -48,6 +48,7 @@ from quorum.node.inputs import (
     Input,
     Resign,
 )
+from quorum.node.metadata_follower import SnapshotFile
 from quorum.node.quorum_state import QuorumStateFile
 from quorum.node.ready_plan import (
     AwaitFlushBeside,
@@ -320,8 +321,30 @@ class CoreDriver:
                     self.activity.record_applied(report.units, now_s)
             for queue_ms, processing_ms in work.finished_operations:
                 self.activity.record_controller_event(queue_ms, processing_ms, now_s)
+        for snapshot in work.snapshots:
+            self._store_snapshot(snapshot)
         if work.payloads:
             await self._apply(propose_machine_records(self.core, machine, work.payloads, now_ms))
+
+    def _store_snapshot(self, snapshot: SnapshotFile) -> None:
+        """Write a built snapshot beside the core: a 1,000,000-partition one is 74 MB to
+        write and sync, which would hold the trio thread for most of a second."""
+        if not self.core.accepts_snapshot(snapshot.snapshot_id):
+            return
+        assert self._nursery is not None, "the driver is not running"
+        self._nursery.start_soon(self._snapshot_task, snapshot)
+
+    async def _snapshot_task(self, snapshot: SnapshotFile) -> None:
+        size = sum(len(part) for part in snapshot.parts)
+        stored = await trio.to_thread.run_sync(
+            self._log.create_snapshot, snapshot.snapshot_id, snapshot.parts
+        )
+        if stored:
+            sid = snapshot.snapshot_id
+            logger.info(
+                "wrote metadata snapshot %d-%d (%d bytes, %s)", sid.offset, sid.epoch, size,
+                snapshot.why,
+            )
 
     def _take_nowait(self) -> Input | None:
         item, self._held = self._held, None

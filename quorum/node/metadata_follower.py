@@ -58,7 +58,13 @@ from quorum.wire.messages.metadata_records import (
     EndTransactionRecord,
 )
 
-__all__ = ["ChangedPartition", "ChangesListener", "MetadataLogFollower", "Publication"]
+__all__ = [
+    "ChangedPartition",
+    "ChangesListener",
+    "MetadataLogFollower",
+    "Publication",
+    "SnapshotFile",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +111,20 @@ class _SnapshotWrite:
     reason: SnapshotReason
 
 
+@attrs.frozen(eq=False)
+class SnapshotFile:
+    """A snapshot built and ready to store (the owner writes it: ``RaftCore.accepts_snapshot``
+    then the log's ``create_snapshot``, which may run in a worker thread)."""
+
+    snapshot_id: OffsetAndEpoch
+    parts: list[bytes]
+    reason: SnapshotReason
+
+    @property
+    def why(self) -> str:
+        return snapshot_reason_text(self.reason)
+
+
 class MetadataLogFollower:
     def __init__(
         self,
@@ -136,6 +156,7 @@ class MetadataLogFollower:
             max_bytes=snapshot_max_bytes, max_interval_ms=snapshot_max_interval_ms
         )
         self._writing: _SnapshotWrite | None = None
+        self._built: SnapshotFile | None = None  # for the owner to store
         self._walks: deque[_Walk] = deque()
 
     # -- views ------------------------------------------------------------------------------
@@ -252,6 +273,8 @@ class MetadataLogFollower:
             size_bytes += batch.size_bytes
         if self.transaction_start is None and cursor.position > self.image.provenance.offset:
             self._publish_delta(cursor.position)
+        elif self.transaction_start is not None and self._delta.record_count:
+            self._stage(cursor.position)
         # the bytes count inside a transaction too; the snapshot waits for its end, so it
         # holds the transaction (a snapshot of the image before it would soon be stale)
         reason = self._policy.replayed(size_bytes, now_ms)
@@ -311,6 +334,15 @@ class MetadataLogFollower:
         self.transaction_start = None
         self._delta = MetadataDelta(self._base)
 
+    def _stage(self, end_offset: int) -> None:
+        """Fold what a transaction brought in this slice into an image that is not
+        published: the transaction's end then publishes at once what its slices built
+        (each slice pays for its own records, none for the whole transaction), and an
+        abort returns to ``_base``."""
+        self._touched |= self._delta.changed_topic_ids
+        staged = self._delta.apply(Provenance(end_offset, self._last_epoch))
+        self._delta = MetadataDelta(staged)
+
     def _publish_delta(self, end_offset: int) -> None:
         new = self._delta.apply(Provenance(end_offset, self._last_epoch))
         changed = frozenset(self._touched | self._delta.changed_topic_ids)
@@ -332,10 +364,16 @@ class MetadataLogFollower:
 
     # -- snapshots written ----------------------------------------------------------------------
 
-    def _start_snapshot(self, core: RaftCore, reason: SnapshotReason, now_ms: int) -> None:
+    def _start_snapshot(
+        self, core: RaftCore, reason: SnapshotReason, now_ms: int,
+        after: OffsetAndEpoch | None = None,
+    ) -> None:
+        """Build a snapshot of the published image, unless one at or past it exists (or
+        was just built, ``after``: it may not be stored yet)."""
         image = self.image
         latest = core.log.latest_snapshot_id
-        if latest is not None and latest.offset >= image.provenance.offset:
+        newest = max(filter(None, (latest, after)), default=None, key=lambda i: i.offset)
+        if newest is not None and newest.offset >= image.provenance.offset:
             return
         builder = SnapshotBuilder(image, last_contained_timestamp_ms=self._last_timestamp_ms)
         self._writing = _SnapshotWrite(builder, reason)
@@ -348,25 +386,20 @@ class MetadataLogFollower:
         if not writing.builder.done:
             return units
         self._writing = None
-        self._store_snapshot(core, writing)
+        builder = writing.builder
+        latest = core.log.latest_snapshot_id
+        if latest is None or latest.offset < builder.snapshot_id.offset:
+            self._built = SnapshotFile(builder.snapshot_id, builder.parts(), writing.reason)
         # what was replayed while this one was built may call for the next already
         reason = self._policy.replayed(0, now_ms)
         if reason is not None and self.transaction_start is None:
-            self._start_snapshot(core, reason, now_ms)
+            self._start_snapshot(core, reason, now_ms, after=builder.snapshot_id)
         return units
 
-    def _store_snapshot(self, core: RaftCore, writing: _SnapshotWrite) -> None:
-        snapshot_id = writing.builder.snapshot_id
-        latest = core.log.latest_snapshot_id
-        if latest is not None and latest.offset >= snapshot_id.offset:
-            return  # one loaded from the leader meanwhile is newer
-        data = writing.builder.data()
-        if core.create_snapshot(snapshot_id, data):
-            logger.info(
-                "wrote metadata snapshot %d-%d (%d bytes, %s)",
-                snapshot_id.offset, snapshot_id.epoch, len(data),
-                snapshot_reason_text(writing.reason),
-            )
+    def take_built_snapshot(self) -> SnapshotFile | None:
+        """The snapshot a slice finished building, once (the owner stores it)."""
+        built, self._built = self._built, None
+        return built
 
 
 def _walk(publication: Publication) -> Iterator[ChangedPartition]:

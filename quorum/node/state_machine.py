@@ -16,7 +16,8 @@ between the core's inputs. The driver calls:
 * ``work(core, now_ms)``: run one bounded slice (replay, a snapshot part, a
   slice of a controller operation, the timers when due); ``Work.payloads``
   are records to propose now: the driver proposes them at once and reports
-  their offsets with ``proposed``;
+  their offsets with ``proposed``; ``Work.snapshots`` are snapshots built, for
+  the driver to store (a large one in a worker thread);
 * ``deadline_ms()``: when ``has_work`` may become true by time alone.
 
 A combined node's core feeds two machines: ``FanOutHook`` hands every
@@ -34,6 +35,7 @@ import attrs
 
 from quorum.controller.slicing import SliceReport
 from quorum.node.inputs import ControllerCall
+from quorum.node.metadata_follower import SnapshotFile
 from quorum.raft import OffsetRange, RaftCore, Ready
 
 __all__ = ["FanOutHook", "ReadyObserver", "StateMachineHook", "Work"]
@@ -47,6 +49,8 @@ class Work:
     slices: tuple[SliceReport, ...] = ()
     # (queue ms, processing ms) of each controller operation that ended in this call
     finished_operations: tuple[tuple[float, float], ...] = ()
+    # snapshots built in this call, for the driver to store (outside the slice)
+    snapshots: tuple[SnapshotFile, ...] = ()
 
 
 class StateMachineHook(Protocol):
@@ -103,11 +107,13 @@ class FanOutHook:
     def work(self, core: RaftCore, now_ms: int) -> Work:
         """One slice of the primary's and of each observer's (each bounded)."""
         work = self.primary.work(core, now_ms)
-        slices = list(work.slices)
+        slices, snapshots = list(work.slices), list(work.snapshots)
         for observer in self.observers:
             if observer.has_work(now_ms):
-                slices += observer.work(core, now_ms).slices
-        return attrs.evolve(work, slices=tuple(slices))
+                done = observer.work(core, now_ms)
+                slices += done.slices
+                snapshots += done.snapshots
+        return attrs.evolve(work, slices=tuple(slices), snapshots=tuple(snapshots))
 
     def deadline_ms(self) -> int | None:
         return self.primary.deadline_ms()

@@ -26,7 +26,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from quorum.log.protocol import OffsetAndEpoch, ReplicatedLog
+from quorum.log.protocol import OffsetAndEpoch, ReplicatedLog, SnapshotData
 from quorum.raft import adapters, election, follower, leader, snapshot_fetch
 from quorum.raft.common import handle_common_response
 from quorum.raft.config import RaftConfig
@@ -39,7 +39,13 @@ from quorum.raft.moves import (
 )
 from quorum.raft.output import InboundRequest, InboundResponse, OffsetRange, Outbox, Ready
 from quorum.raft.rpc import DescribeQuorumAnswer, EpochAnswer, ErrorCode, FetchAnswer, VoteAnswer
-from quorum.raft.snapshots import SnapshotTimestamps, create_snapshot, maybe_clean, recover_at_start
+from quorum.raft.snapshots import (
+    SnapshotTimestamps,
+    accepts_snapshot,
+    create_snapshot,
+    maybe_clean,
+    recover_at_start,
+)
 from quorum.raft.states import (
     Candidate,
     ElectionState,
@@ -180,7 +186,7 @@ class RaftCore:
 
     # -- snapshots ---------------------------------------------------------------------
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
         """Store the state machine's snapshot of the log below ``snapshot_id.offset``.
 
         False (nothing stored) if the id is at or below the log start or
@@ -190,6 +196,15 @@ class RaftCore:
         retention rule, applied on a timer or by ``maybe_clean_log``).
         """
         return create_snapshot(self._ctx, snapshot_id, data)
+
+    def accepts_snapshot(self, snapshot_id: OffsetAndEpoch) -> bool:
+        """``create_snapshot``'s checks alone: True if the id would be a new snapshot.
+
+        A node may then write it with ``log.create_snapshot`` outside this
+        task (a large snapshot in a worker thread): what the checks read is
+        committed and does not change.
+        """
+        return accepts_snapshot(self._ctx, snapshot_id)
 
     def maybe_clean_log(self, now_ms: int) -> bool:
         """Move the log start up to a snapshot per the retention bytes and ms."""

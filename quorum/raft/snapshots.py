@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from quorum.log.protocol import OffsetAndEpoch, ReplicatedLog
+from quorum.log.protocol import OffsetAndEpoch, ReplicatedLog, SnapshotData
 from quorum.raft.context import CoreContext
 from quorum.raft.errors import InvalidSnapshotIdError, RaftError
 from quorum.raft.states import Follower
@@ -79,8 +79,16 @@ def snapshot_id_problem(log: ReplicatedLog, committed: int, snapshot_id: OffsetA
     return None
 
 
-def create_snapshot(ctx: CoreContext, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
+def create_snapshot(ctx: CoreContext, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
     """``RaftCore.create_snapshot``: validate, then store."""
+    if not accepts_snapshot(ctx, snapshot_id):
+        return False
+    return ctx.log.create_snapshot(snapshot_id, data)
+
+
+def accepts_snapshot(ctx: CoreContext, snapshot_id: OffsetAndEpoch) -> bool:
+    """Whether ``snapshot_id`` would be a new snapshot; raises InvalidSnapshotIdError
+    for an id no snapshot may have."""
     log = ctx.log
     if snapshot_id.offset <= log.log_start_offset or snapshot_id in log.snapshot_ids():
         return False
@@ -92,7 +100,7 @@ def create_snapshot(ctx: CoreContext, snapshot_id: OffsetAndEpoch, data: bytes |
             f"{snapshot_id.epoch}): {problem}; a snapshot holds state up to the end of a "
             "committed range the core handed over, with the epoch of its last batch"
         )
-    return log.create_snapshot(snapshot_id, data)
+    return True
 
 
 def _stored_bytes(log: ReplicatedLog) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import attrs
 
-from quorum.log import MemoryLog, OffsetAndEpoch
+from quorum.log import MemoryLog, OffsetAndEpoch, SnapshotData
 from quorum.raft.states import ElectionState
 
 __all__ = ["Disk", "SimLog"]
@@ -24,7 +24,7 @@ class SimLog(MemoryLog):
         self.lost_from: int | None = None
         self.snapshot_changes = 0
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes | memoryview) -> bool:
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
         self.snapshot_changes += 1
         return super().create_snapshot(snapshot_id, data)
 

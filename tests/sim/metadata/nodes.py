@@ -139,6 +139,8 @@ class MetadataNode(SimNode):
         before = hook.follower.image
         done = hook.work(self.raft, now)
         self._check_slices(done)
+        for snapshot in done.snapshots:  # (the driver writes it beside the core)
+            self.raft.create_snapshot(snapshot.snapshot_id, snapshot.parts)
         if hook.follower.image is not before:
             self.sim.checks.published(self, hook.follower.image)
         ready = None

@@ -9,7 +9,9 @@ __all__ = ["observe_and_work"]
 
 
 def observe_and_work(machine: ReadyObserver, ready: Ready, core: RaftCore, now_ms: int) -> None:
-    """Hand ``ready`` over, then let the machine work every slice it has."""
+    """Hand ``ready`` over, then let the machine work every slice it has; the snapshots
+    it builds are stored at once (the driver stores them in a worker thread)."""
     machine.observe(ready, core, now_ms)
     while machine.has_work(now_ms):
-        machine.work(core, now_ms)
+        for snapshot in machine.work(core, now_ms).snapshots:
+            core.create_snapshot(snapshot.snapshot_id, snapshot.parts)

@@ -12,7 +12,7 @@ from quorum.controller.image import Provenance
 from quorum.controller.log_records import MetadataLogError
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.controller.snapshot import write_snapshot
-from quorum.log import MemoryLog, OffsetAndEpoch
+from quorum.log import MemoryLog, OffsetAndEpoch, SnapshotData
 from quorum.node.metadata_follower import MetadataLogFollower, Publication
 from quorum.raft import LeaderAndEpoch, OffsetRange, RaftCore, Ready
 from quorum.wire.messages.metadata_records import (
@@ -39,7 +39,7 @@ class LogCore:
     def __init__(self, log: MemoryLog) -> None:
         self.log = log
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> bool:
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
         return self.log.create_snapshot(snapshot_id, data)
 
 
@@ -67,6 +67,9 @@ class Run:
             report = self.follower.step(self.core, now_ms)
             assert report is not None
             self.units.append(report.units)
+            built = self.follower.take_built_snapshot()
+            if built is not None:
+                self.core.create_snapshot(built.snapshot_id, built.parts)
 
     @property
     def offsets(self) -> list[int]:
