@@ -102,6 +102,7 @@ __all__ = [
     "next_fence_deadline_ms",
     "register_broker",
     "register_broker_steps",
+    "steady_heartbeat",
     "unregister_broker",
     "unregister_broker_steps",
 ]
@@ -271,6 +272,43 @@ def _heartbeat_problem(
             f"expected broker epoch {broker.epoch}, but got broker epoch {broker_epoch}"
         )
     return None
+
+
+def steady_heartbeat(
+    committed: MetadataImage,
+    working: MetadataImage,
+    request: BrokerHeartbeatRequest,
+    now_ms: int,
+    sessions: BrokerSessions,
+) -> BrokerHeartbeatResponse | None:
+    """The answer to a heartbeat that changes nothing, or None when it may (then it waits
+    its turn as an operation).
+
+    Unfenced and asking neither to be fenced nor to shut down, or fenced and not yet
+    able to leave that state: no record, no scan, and an answer the committed image
+    already supports (the broker's registration is the same in the committed and the
+    working image), so it need not wait behind a long operation's records. It refreshes
+    the session as a full heartbeat does.
+    """
+    broker = working.broker(request.broker_id)
+    if broker is None or broker.epoch != request.broker_epoch:
+        return None
+    if committed.broker(request.broker_id) != broker or broker.in_controlled_shutdown:
+        return None
+    if request.want_shut_down:
+        return None
+    if broker.fenced:
+        caught_up = request.current_metadata_offset >= broker.epoch
+        if caught_up and not request.want_fence:
+            return None  # it would be unfenced now: records
+    elif request.want_fence:
+        return None
+    sessions.touch(broker.broker_id, now_ms, request.current_metadata_offset)
+    return BrokerHeartbeatResponse(
+        is_caught_up=request.current_metadata_offset >= broker.epoch,
+        is_fenced=broker.fenced,
+        should_shut_down=False,
+    )
 
 
 def broker_heartbeat_steps(

@@ -43,6 +43,7 @@ from quorum.controller.cluster_control import (
     fence_stale_brokers_steps,
     next_fence_deadline_ms,
     register_broker_steps,
+    steady_heartbeat,
     unregister_broker_steps,
 )
 from quorum.controller.config_control import describe_configs, incremental_alter_configs
@@ -80,6 +81,7 @@ from quorum.wire.messages.allocate_producer_ids import AllocateProducerIdsReques
 from quorum.wire.messages.alter_partition import AlterPartitionRequest
 from quorum.wire.messages.broker_lifecycle import (
     BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
 )
 from quorum.wire.messages.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
@@ -238,11 +240,21 @@ class QuorumController:
         ctx = self._context(now_ms, next_offset, next_append_offset)
         return Operation(name, command(self.working, request, version, ctx))
 
-    def heartbeat_arrived(self, request: BrokerHeartbeatRequest, now_ms: int) -> None:
-        """A heartbeat queued behind a long operation still keeps its broker's session alive."""
+    def heartbeat_arrived(
+        self, request: BrokerHeartbeatRequest, now_ms: int
+    ) -> BrokerHeartbeatResponse | None:
+        """A heartbeat as it arrives: its answer now if it changes nothing
+        (``steady_heartbeat``), else None and it waits for its turn; either way it keeps
+        its broker's session alive, so no broker is fenced because operations are long."""
+        if not self.is_active:
+            return None
+        answer = steady_heartbeat(self.committed, self.working, request, now_ms, self.sessions)
+        if answer is not None:
+            return answer
         broker = self.working.broker(request.broker_id)
-        if self.is_active and broker is not None and broker.epoch == request.broker_epoch:
+        if broker is not None and broker.epoch == request.broker_epoch:
             self.sessions.touch(broker.broker_id, now_ms, request.current_metadata_offset)
+        return None
 
     def due_operation(
         self, now_ms: int, *, next_offset: int, next_append_offset: Callable[[], int] | None = None

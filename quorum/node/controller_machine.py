@@ -124,7 +124,10 @@ class ControllerMachine:
             return
         request = item.request
         if isinstance(request, BrokerHeartbeatRequest):
-            self.controller.heartbeat_arrived(request, now_ms)
+            steady = self.controller.heartbeat_arrived(request, now_ms)
+            if steady is not None:
+                item.reply(steady)  # nothing to write: no need to wait behind anything
+                return
             waiting = self._heartbeats.get(request.broker_id)
             if waiting is not None:
                 waiting.superseded.append(waiting.call.reply)

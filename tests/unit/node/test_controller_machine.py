@@ -86,13 +86,15 @@ def test_waiting_heartbeats_of_a_broker_fold_into_one_and_every_one_is_answered(
         CreateTopicsRequestTopic(name="big", num_partitions=3_000, replication_factor=1),
     ))
     created = node.call(big, 5)
-    node.settle(slices=1)  # the creation is under way: heartbeats queue behind it
+    node.settle(slices=1)  # the creation is under way
+    # heartbeats that would change the broker (here: asking to be fenced) queue behind it
     heartbeats = [
         node.call(BrokerHeartbeatRequest(
-            broker_id=1, broker_epoch=epoch, current_metadata_offset=offset
+            broker_id=1, broker_epoch=epoch, current_metadata_offset=offset, want_fence=True
         ), 1)
         for offset in (10, 20, 30)
     ]
+    assert heartbeats == [[], [], []]
     before = node.operations
     node.settle()
     assert [a.topics[0].error_code for a in created] == [Errors.NONE]
@@ -100,6 +102,24 @@ def test_waiting_heartbeats_of_a_broker_fold_into_one_and_every_one_is_answered(
     assert node.operations - before == 2
     assert all(len(a) == 1 for a in heartbeats)
     assert heartbeats[0][0] is heartbeats[1][0] is heartbeats[2][0]
+    assert heartbeats[0][0].is_fenced
+
+
+def test_a_heartbeat_that_changes_nothing_is_answered_at_once_during_a_long_operation() -> None:
+    node = Node()
+    node.settle()
+    epoch = start_broker(node)
+    big = CreateTopicsRequest(topics=(
+        CreateTopicsRequestTopic(name="big", num_partitions=3_000, replication_factor=1),
+    ))
+    created = node.call(big, 5)
+    node.settle(slices=1)
+    answer = node.call(BrokerHeartbeatRequest(
+        broker_id=1, broker_epoch=epoch, current_metadata_offset=5
+    ), 1)
+    # answered before the creation is: it writes nothing and the broker's state is committed
+    assert created == [] and len(answer) == 1
+    assert not answer[0].is_fenced and not answer[0].should_shut_down
 
 
 def test_a_stopping_controller_answers_what_waits_and_what_runs() -> None:
