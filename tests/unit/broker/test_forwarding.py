@@ -9,6 +9,7 @@ from pathlib import Path
 import trio
 
 from broker import BrokerNode
+from broker.controller_channel import BrokerControllerChannel
 from broker.forwarding import ControllerForwarder
 from quorum.client import TrioKafkaConnection
 from quorum.describe import describe_quorum_request, quorum_info_from_response
@@ -126,12 +127,15 @@ async def test_describe_quorum_through_a_broker_is_the_quorum_leaders_answer(
 
 async def test_a_describe_quorum_no_controller_answers_gets_request_timed_out() -> None:
     (unused_port,) = free_ports(1)
-    forwarder = ControllerForwarder({1: ("127.0.0.1", unused_port)}, default_timeout_ms=300)
+    channel = BrokerControllerChannel(
+        {1: ("127.0.0.1", unused_port)}, leader_id=lambda: 1, client_id="test"
+    )
+    forwarder = ControllerForwarder(channel, default_timeout_ms=300)
     with trio.fail_after(DEADLINE_S):
         start = trio.current_time()
         answer = await forwarder.forward(describe_quorum_request(), 2)
         waited = trio.current_time() - start
-        await forwarder.aclose()
+        await channel.aclose()
     # DescribeQuorum carries no timeout: the forwarder's own default bounds it
     assert answer.error_code == Errors.REQUEST_TIMED_OUT
     assert answer.error_message
