@@ -13,18 +13,26 @@ broken connection, a bounded number at once). A forward that
 no controller answers within the request's own ``timeout_ms`` (or 30 s when
 it has none, like DescribeQuorum, or one of zero or below) is answered with REQUEST_TIMED_OUT in
 the request's response shape, so the client's connection never hangs.
+A topic created or deleted, or partitions added, are answered once the
+broker's own image shows them (within the same timeout;
+``broker.forward_visibility`` says why).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
+
+import trio
 
 from broker.controller_channel import (
     BrokerControllerChannel,
     ControllerLane,
     ControllerUnavailableError,
 )
+from broker.forward_visibility import ImagePredicate, visible_when
 from quorum.controller.error_responses import error_response
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import DescribeQuorumRequest
@@ -51,8 +59,10 @@ class ControllerForwarder:
         channel: BrokerControllerChannel,
         *,
         default_timeout_ms: int = DEFAULT_FORWARD_TIMEOUT_MS,
+        image_wait: Callable[[ImagePredicate], Awaitable[object]] | None = None,
     ) -> None:
         self._channel = channel
+        self._image_wait = image_wait
         self._default_timeout_ms = default_timeout_ms
 
     async def forward(self, request: Any, version: int) -> Any:
@@ -61,8 +71,9 @@ class ControllerForwarder:
         if timeout_ms <= 0:  # no usable deadline: wait as long as for a request without one
             timeout_ms = self._default_timeout_ms
         moved = _MOVED_DESCRIBE_QUORUM if isinstance(request, DescribeQuorumRequest) else _MOVED
+        start = trio.current_time()
         try:
-            return await self._channel.call(
+            response = await self._channel.call(
                 request,
                 lane=ControllerLane.FORWARDING,
                 timeout_ms=timeout_ms,
@@ -72,3 +83,10 @@ class ControllerForwarder:
         except ControllerUnavailableError as exc:
             logger.info("forwarding %s failed: %s", type(request).__name__, exc)
             return error_response(request, Errors.REQUEST_TIMED_OUT, str(exc))
+        shown = visible_when(request, response)
+        if shown is not None and self._image_wait is not None:
+            left_s = timeout_ms / 1000 - (trio.current_time() - start)
+            # the change is committed either way: past the deadline it is answered as is
+            with trio.move_on_after(max(left_s, 0)), contextlib.suppress(trio.ClosedResourceError):
+                await self._image_wait(shown)
+        return response

@@ -278,7 +278,7 @@ class BrokerNode(MetadataNode):
             listener_name=address.listener_name, host=address.host, port=address.port,
             rack=settings.rack,
         )
-        forwarder = ControllerForwarder(self.controller_channel)
+        forwarder = ControllerForwarder(self.controller_channel, image_wait=self.machine.wait_for)
         router = BrokerRouter(
             view=view, image=lambda: self.machine.image, forwarder=forwarder, nursery=nursery
         )

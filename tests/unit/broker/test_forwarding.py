@@ -19,6 +19,7 @@ from quorum.wire.messages import (
     CreateTopicsRequestTopic,
     DeleteTopicsRequest,
     MetadataRequest,
+    MetadataRequestTopic,
 )
 
 from ..node.nodes import controller_image_until, free_ports, wait_for_leader
@@ -55,6 +56,11 @@ async def test_topics_created_and_deleted_through_a_broker_and_many_at_once(
                 answer = await conn.request(create("orders"))
                 assert [t.error_code for t in answer.topics] == [Errors.NONE]
                 assert answer.topics[0].num_partitions == 2
+                # answered once the broker's own image has it: read back at once
+                found = await conn.request(
+                    MetadataRequest(topics=(MetadataRequestTopic(name="orders"),)), version=12
+                )
+                assert [(t.error_code, len(t.partitions)) for t in found.topics] == [(0, 2)]
                 again = await conn.request(create("orders"))
                 assert [t.error_code for t in again.topics] == [Errors.TOPIC_ALREADY_EXISTS]
                 # a timeout the client left at zero or below: the broker waits its default
@@ -80,6 +86,10 @@ async def test_topics_created_and_deleted_through_a_broker_and_many_at_once(
                 gone = await conn.request(DeleteTopicsRequest(topic_names=("orders",),
                                                               timeout_ms=10_000), version=4)
                 assert [r.error_code for r in gone.responses] == [Errors.NONE]
+                found = await conn.request(
+                    MetadataRequest(topics=(MetadataRequestTopic(name="orders"),)), version=12
+                )
+                assert [t.error_code for t in found.topics] == [Errors.UNKNOWN_TOPIC_OR_PARTITION]
             await controller_image_until(controller, lambda i: i.topic("orders") is None)
 
 
