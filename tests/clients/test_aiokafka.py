@@ -1,0 +1,39 @@
+"""aiokafka (unmodified) against a real cluster, each test one ``asyncio.run``."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from deploy import LocalCluster
+
+from .admin_checks import check_partitions
+
+TIMEOUT_MS = 20_000
+
+
+def test_topics_created_described_and_deleted(bootstrap: str, cluster: LocalCluster) -> None:
+    async def scenario() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
+        await admin.start()
+        try:
+            created = await admin.create_topics([NewTopic("ak-admin", 3, 3)])
+            assert [error for _, error, *_ in created.topic_errors] == [0]
+            assert "ak-admin" in await admin.list_topics()
+            (described,) = await admin.describe_topics(["ak-admin"])
+            assert described["error_code"] == 0
+            parts = described["partitions"]
+            check_partitions(
+                {p["partition"]: p["leader"] for p in parts},
+                {p["partition"]: p["replicas"] for p in parts},
+                partitions=3,
+                brokers=cluster.broker_ids,
+            )
+            deleted = await admin.delete_topics(["ak-admin"])
+            assert [error for _, error in deleted.topic_error_codes] == [0]
+            assert "ak-admin" not in await admin.list_topics()
+        finally:
+            await admin.close()
+
+    asyncio.run(scenario())

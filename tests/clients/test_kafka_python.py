@@ -1,0 +1,39 @@
+"""kafka-python (unmodified) against a real cluster."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import TopicAlreadyExistsError
+
+from deploy import LocalCluster
+
+from .admin_checks import check_partitions
+
+TIMEOUT_MS = 20_000
+
+
+@pytest.fixture
+def admin(bootstrap: str) -> KafkaAdminClient:
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
+    yield client
+    client.close()
+
+
+def test_topics_created_described_and_deleted(admin: KafkaAdminClient, cluster: LocalCluster) -> None:
+    answer = admin.create_topics([NewTopic("kp-admin", 3, 3)])
+    assert [t["error_code"] for t in answer["topics"]] == [0]
+    with pytest.raises(TopicAlreadyExistsError):
+        admin.create_topics([NewTopic("kp-admin", 3, 3)], raise_errors=True)
+    assert "kp-admin" in admin.list_topics()
+    (described,) = admin.describe_topics(["kp-admin"])
+    assert described["error_code"] == 0
+    parts = described["partitions"]
+    check_partitions(
+        {p["partition_index"]: p["leader_id"] for p in parts},
+        {p["partition_index"]: p["replica_nodes"] for p in parts},
+        partitions=3,
+        brokers=cluster.broker_ids,
+    )
+    admin.delete_topics(["kp-admin"])
+    assert "kp-admin" not in admin.list_topics()
