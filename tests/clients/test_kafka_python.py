@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
@@ -14,7 +16,7 @@ TIMEOUT_MS = 20_000
 
 
 @pytest.fixture
-def admin(bootstrap: str) -> KafkaAdminClient:
+def admin(bootstrap: str) -> Iterator[KafkaAdminClient]:
     client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=TIMEOUT_MS)
     yield client
     client.close()
