@@ -43,9 +43,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_FORWARD_TIMEOUT_MS: Final = 30_000
 _DESCRIBE_QUORUM_KEY: Final = 55
-# CreateTopics, DeleteTopics, DescribeConfigs, CreatePartitions, ElectLeaders,
-# IncrementalAlterConfigs, Alter/ListPartitionReassignments, DescribeQuorum
-FORWARDED_APIS: Final = frozenset({19, 20, 32, 37, 43, 44, 45, 46, _DESCRIBE_QUORUM_KEY})
+# CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, IncrementalAlterConfigs,
+# Alter/ListPartitionReassignments, DescribeQuorum (DescribeConfigs is the broker's own)
+FORWARDED_APIS: Final = frozenset({19, 20, 37, 43, 44, 45, 46, _DESCRIBE_QUORUM_KEY})
 # what says "not the leader any more": the controller's answer, and the Raft
 # layer's (DescribeQuorum is answered by the quorum leader, and between an
 # election and the controller's claim the two can differ for a moment)

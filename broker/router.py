@@ -1,8 +1,9 @@
 """Decoded requests of the broker listener: answered from the metadata image or forwarded.
 
-The listener serves ApiVersions, Metadata, DescribeCluster and pykraft's
-PykraftDescribeImage (the image's offset and digest, so tests and tools can
-compare nodes) from this broker's image, and forwards the admin requests in
+The listener serves ApiVersions, Metadata, DescribeCluster, DescribeConfigs
+(``broker.api.configs``) and pykraft's PykraftDescribeImage (the image's
+offset and digest, so tests and tools can compare nodes) from this broker's
+image, and forwards the admin requests in
 ``FORWARDED_APIS`` (CreateTopics, DeleteTopics, CreatePartitions, configs,
 elections, reassignments, DescribeQuorum) to the active controller (``ControllerForwarder``),
 each in its own task so a slow forward holds up nothing else; the answer
@@ -24,15 +25,17 @@ from typing import Any, Final
 
 import trio
 
+from broker.api.configs import describe_configs_here
 from broker.forwarding import FORWARDED_APIS, ControllerForwarder
 from broker.metadata_answers import ListenerView, describe_cluster_response
 from broker.metadata_cache import MetadataAnswerCache
 from quorum.controller.image import MetadataImage
+from quorum.controller.results import ControllerConfig
 from quorum.node.connection import ResponseSlot, ServerConnection
 from quorum.node.local_answers import ListenerApis, ListenerRouter
 from quorum.node.router import RequestRejected
 from quorum.wire.apis import CLIENT_LISTENER_VERSIONS, CONTROLLER_LISTENER_VERSIONS
-from quorum.wire.messages import DescribeClusterRequest, MetadataRequest
+from quorum.wire.messages import DescribeClusterRequest, DescribeConfigsRequest, MetadataRequest
 from quorum.wire.messages.pykraft_describe_image import PYKRAFT_DESCRIBE_IMAGE_KEY
 from quorum.wire.protocol import API_VERSIONS_KEY, RequestHeader
 
@@ -40,8 +43,10 @@ __all__ = ["BROKER_LISTENER_APIS", "BrokerRequestRejected", "BrokerRouter", "bro
 
 _METADATA_KEY: Final = 3
 _DESCRIBE_CLUSTER_KEY: Final = 60
+_DESCRIBE_CONFIGS_KEY: Final = 32
 BROKER_LISTENER_APIS: Final = frozenset(
-    {API_VERSIONS_KEY, _METADATA_KEY, _DESCRIBE_CLUSTER_KEY} | FORWARDED_APIS
+    {API_VERSIONS_KEY, _METADATA_KEY, _DESCRIBE_CLUSTER_KEY, _DESCRIBE_CONFIGS_KEY}
+    | FORWARDED_APIS
 )
 
 
@@ -68,6 +73,7 @@ class BrokerRouter(ListenerRouter):
         image: Callable[[], MetadataImage],
         forwarder: ControllerForwarder | None = None,
         nursery: trio.Nursery | None = None,
+        static_configs: ControllerConfig | None = None,
     ) -> None:
         super().__init__(
             ListenerApis(
@@ -81,6 +87,9 @@ class BrokerRouter(ListenerRouter):
         self._image = image
         self._forwarder = forwarder
         self._nursery = nursery
+        self._static_configs = static_configs or ControllerConfig(
+            node_id=view.node_id, cluster_id=view.cluster_id
+        )
         self.metadata_answers = MetadataAnswerCache()
 
     async def route(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
@@ -108,5 +117,7 @@ class BrokerRouter(ListenerRouter):
             return await self.metadata_answers.encoded_response(
                 image, message, version, self._view
             )
+        if isinstance(message, DescribeConfigsRequest):
+            return describe_configs_here(image, message, version, self._static_configs)
         assert isinstance(message, DescribeClusterRequest), message
         return describe_cluster_response(image, message, version, self._view)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
 from deploy import LocalCluster
@@ -39,3 +39,14 @@ def test_topics_created_described_and_deleted(admin: KafkaAdminClient, cluster: 
     )
     admin.delete_topics(["kp-admin"])
     assert "kp-admin" not in admin.list_topics()
+
+
+def test_each_broker_describes_its_own_configs(
+    admin: KafkaAdminClient, cluster: LocalCluster
+) -> None:
+    for broker in cluster.broker_ids:
+        resource = ConfigResource(ConfigResourceType.BROKER, str(broker))
+        described = admin.describe_configs([resource], config_filter="all")
+        (configs,) = described["broker"].values()
+        assert set(described["broker"]) == {str(broker)}
+        assert {"min.insync.replicas", "unclean.leader.election.enable"} <= set(configs)
