@@ -34,6 +34,8 @@ from typing import Any
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
+
 Schema = dict[str, Any]
 
 # ---------------------------------------------------------------------------
@@ -419,7 +421,7 @@ def render_module(module: str, schema_dir: Path) -> tuple[str, list[str]]:
             emit_message(em, load_schema(schema_path(schema_dir, f"{api}{kind}")), lo, hi)
         if kinds != ("",):
             registrations.append(
-                f"register_api(\n    ApiSpec(\n        key={em_key(schema_dir, api)},\n"
+                f"register_api(\n    ApiSpec(\n        key=ApiKey.{em_key(schema_dir, api).name},\n"
                 f'        name="{api}",\n        request={api}Request,\n'
                 f"        response={api}Response,\n        low={lo},\n        high={hi},\n"
                 "    )\n)"
@@ -432,9 +434,9 @@ def render_module(module: str, schema_dir: Path) -> tuple[str, list[str]]:
     return assemble(module, em, registrations), em.names
 
 
-def em_key(schema_dir: Path, api: str) -> int:
-    key = load_schema(schema_path(schema_dir, f"{api}Request"))["apiKey"]
-    assert isinstance(key, int)
+def em_key(schema_dir: Path, api: str) -> ApiKey:
+    key = ApiKey(load_schema(schema_path(schema_dir, f"{api}Request"))["apiKey"])
+    assert key.name == snake(api).upper(), f"{api} is api key {key.value}, {key.name} in ApiKey"
     return key
 
 
@@ -448,6 +450,7 @@ def assemble(module: str, em: Emitter, registrations: list[str]) -> str:
         imports.append("")
     imports += ["import attrs", ""]
     if registrations:
+        imports.append("from quorum.wire.api_keys import ApiKey")
         imports.append("from quorum.wire.apis import ApiSpec, register_api")
     # isort order as ruff applies it: constants, then functions, numbers naturally
     schema_names = sorted(

@@ -26,6 +26,7 @@ from typing import Any, Final
 import attrs
 
 from quorum.wire import primitives as p
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import api_for
 from quorum.wire.codec import decode_from, encode_parts
 from quorum.wire.errors import WireDecodeError, WireEncodeError
@@ -47,7 +48,7 @@ __all__ = [
     "response_header_version",
 ]
 
-API_VERSIONS_KEY: Final = 18
+API_VERSIONS_KEY: Final = ApiKey.API_VERSIONS
 _REQUEST_FIXED: Final = struct.Struct(">hhi")
 
 
