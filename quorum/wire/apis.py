@@ -23,6 +23,7 @@ __all__ = [
     "API_BY_KEY",
     "CLIENT_LISTENER_VERSIONS",
     "CONTROLLER_LISTENER_VERSIONS",
+    "PEER_ONLY_APIS",
     "ApiSpec",
     "api_for",
     "register_api",
@@ -53,6 +54,29 @@ def register_api(spec: ApiSpec) -> ApiSpec:
 
 def api_for(key: int) -> ApiSpec | None:
     return API_BY_KEY.get(key)
+
+
+# The requests that only pykraft's own nodes and tools send: the KRaft RPCs
+# between controllers, a broker's calls to the controller, pykraft's private
+# APIs.  Their bodies must fill the frame exactly (``decode_request``): bytes
+# after a complete body could only come from a bug in our own encoder, and
+# refusing them finds it.  Every other request may come from a Kafka client and
+# is read as Kafka reads it (``RequestContext.parseRequest`` never asks whether
+# the body used the whole frame): what follows a complete body is ignored.
+# librdkafka, for one, leaves a 4-byte array-count placeholder in its
+# all-topics Metadata request (v9+) and so sends 3 bytes more than the body.
+PEER_ONLY_APIS: Final[frozenset[int]] = frozenset({
+    ApiKey.VOTE,
+    ApiKey.BEGIN_QUORUM_EPOCH,
+    ApiKey.END_QUORUM_EPOCH,
+    ApiKey.FETCH_SNAPSHOT,
+    ApiKey.ALTER_PARTITION,
+    ApiKey.BROKER_REGISTRATION,
+    ApiKey.BROKER_HEARTBEAT,
+    ApiKey.ALLOCATE_PRODUCER_IDS,
+    ApiKey.PYKRAFT_APPEND,
+    ApiKey.PYKRAFT_DESCRIBE_IMAGE,
+})
 
 
 # The ApiVersions table of the broker's client listener: api key -> (min, max).
