@@ -3,11 +3,14 @@
 librdkafka writes an array count it learns only later as a 4-byte placeholder
 (``rd_kafka_buf_write_arraycnt_pos`` in src/rdkafka_buf.h) and shrinks it to a
 compact varint in flexible versions when it fills it in
-(``rd_kafka_buf_finalize_arraycnt``). Every array it writes that way is
-finished, except one: ``rd_kafka_MetadataRequest0`` (src/rdkafka_request.c)
-asking for every topic at Metadata v9+ keeps the placeholder's four zero
-bytes, meaning "null, all topics" in its first byte. Kafka reads the body
-from the front and never asks whether it used the whole frame
+(``rd_kafka_buf_finalize_arraycnt``). Every placeholder is finished
+(``rd_kafka_buf_write_topic_partitions``, ``rd_kafka_make_ListOffsetsRequest``,
+``rd_kafka_broker_fetch_toppars`` (Fetch), the share-fetch requests, the Produce MessageSetSize
+in src/rdkafka_msgset_writer.c, tag sizes in ``rd_kafka_buf_write_tags``),
+except one: ``rd_kafka_MetadataRequest0`` (src/rdkafka_request.c) asking for
+every topic at Metadata v9+ keeps the placeholder's four zero bytes, meaning
+"null, all topics" in its first byte. Kafka reads the body from the front
+and never asks whether it used the whole frame
 (``RequestContext.parseRequest``), so it serves the request; so must we.
 """
 
