@@ -8,7 +8,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from deploy import LocalCluster
 
-from .admin_checks import check_partitions
+from .admin_checks import check_partitions, eventually
 
 TIMEOUT_S = 20
 
@@ -27,8 +27,13 @@ def test_topics_created_described_and_deleted(admin: AdminClient, cluster: Local
     (again,) = admin.create_topics([NewTopic("cf-admin", 3, 3)]).values()
     with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS"):
         again.result(TIMEOUT_S)
+
+    def described() -> bool:
+        found = admin.list_topics(topic="cf-admin", timeout=TIMEOUT_S).topics["cf-admin"]
+        return found.error is None
+
+    eventually(described, "cf-admin described")
     topic = admin.list_topics(topic="cf-admin", timeout=TIMEOUT_S).topics["cf-admin"]
-    assert topic.error is None
     check_partitions(
         {p.id: p.leader for p in topic.partitions.values()},
         {p.id: p.replicas for p in topic.partitions.values()},
@@ -37,4 +42,6 @@ def test_topics_created_described_and_deleted(admin: AdminClient, cluster: Local
     )
     (gone,) = admin.delete_topics(["cf-admin"]).values()
     assert gone.result(TIMEOUT_S) is None
-    assert "cf-admin" not in admin.list_topics(timeout=TIMEOUT_S).topics
+    eventually(
+        lambda: "cf-admin" not in admin.list_topics(timeout=TIMEOUT_S).topics, "cf-admin gone"
+    )
