@@ -158,6 +158,6 @@ class BrokerMetadataMachine:
                 self._assignments[key] = after
                 changed.append(after)
         if (changed or removed) and self._replica_manager is not None:
-            self._replica_manager.apply(changed, removed)
+            self._replica_manager.apply(changed, removed, publication.new)
         if last:
             self._adopt(publication.new)

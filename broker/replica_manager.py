@@ -11,10 +11,10 @@ longer hosts (the topic was deleted or the replica moved away). It compares
 only the topics the new image did not share with the old one: a delta copies
 a topic's partition map only when one of its partitions changed.
 
-A ``ReplicaManager`` receives each change with ``apply``; the data-plane
-issue turns it into leader and follower replicas, fetchers and log
-truncation. ``RecordingReplicaManager`` keeps the current table, which is
-what tests read and what that issue starts from.
+A ``ReplicaManager`` receives each change with ``apply``: the broker's
+``ReplicaDriver`` (``broker.replica_driver``) turns them into leader and
+follower replicas, fetchers and log truncation. ``RecordingReplicaManager``
+keeps the current table, which is what tests of the metadata path read.
 """
 
 from __future__ import annotations
@@ -92,9 +92,13 @@ class AssignmentChanges:
 
 class ReplicaManager(Protocol):
     def apply(
-        self, changed: Sequence[PartitionAssignment], removed: Sequence[PartitionAssignment]
+        self,
+        changed: Sequence[PartitionAssignment],
+        removed: Sequence[PartitionAssignment],
+        image: MetadataImage,
     ) -> None:
-        """Act on one image's changes (called in the task that owns the Raft core: no waiting)."""
+        """Act on part of ``image``'s changes (called in the task that owns the Raft core:
+        no waiting). One image's changes may come in several calls, each with that image."""
         ...
 
 
@@ -175,7 +179,10 @@ class RecordingReplicaManager:
         return self._table
 
     def apply(
-        self, changed: Sequence[PartitionAssignment], removed: Sequence[PartitionAssignment]
+        self,
+        changed: Sequence[PartitionAssignment],
+        removed: Sequence[PartitionAssignment],
+        image: MetadataImage | None = None,
     ) -> None:
         for assignment in removed:
             assert self._table.pop(assignment.key, None) is not None, (

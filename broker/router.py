@@ -3,14 +3,18 @@
 The listener serves ApiVersions, Metadata, DescribeCluster, DescribeConfigs
 (``broker.api.configs``) and pykraft's PykraftDescribeImage (the image's
 offset and digest, so tests and tools can compare nodes) from this broker's
-image, and forwards the admin requests in
+image; Produce and Fetch through the replica driver (``broker.replica_driver``:
+an acks=0 produce takes no place in the response order, a long-poll fetch
+waits in the core while the connection's next requests are read), ListOffsets
+and OffsetForLeaderEpoch from the partitions it leads (``broker.api.offsets``);
+and it forwards the admin requests in
 ``FORWARDED_APIS`` (CreateTopics, DeleteTopics, CreatePartitions, configs,
 elections, reassignments, DescribeQuorum) to the active controller (``ControllerForwarder``),
 each in its own task so a slow forward holds up nothing else; the answer
 takes its place in the connection's response order. It advertises only
 these, at the client listener's versions (``CLIENT_LISTENER_VERSIONS``);
 anything else closes the connection, as Kafka does for a request it does
-not serve (the data plane comes with its own issue). The table, KIP-511
+not serve. The table, KIP-511
 (an ApiVersions request at a version we do not know is answered in v0 with
 our table) and the ApiVersions and PykraftDescribeImage answers are the
 controller listener's (``quorum.node.local_answers``). Metadata answers are
@@ -26,9 +30,11 @@ from typing import Any, Final
 import trio
 
 from broker.api.configs import describe_configs_here
+from broker.api.offsets import list_offsets, offsets_for_leader_epochs
 from broker.forwarding import FORWARDED_APIS, ControllerForwarder
 from broker.metadata_answers import ListenerView, describe_cluster_response
 from broker.metadata_cache import MetadataAnswerCache
+from broker.replica_driver import ReplicaDriver
 from quorum.controller.image import MetadataImage
 from quorum.controller.results import ControllerConfig
 from quorum.node.connection import ResponseSlot, ServerConnection
@@ -36,10 +42,22 @@ from quorum.node.local_answers import ListenerApis, ListenerRouter
 from quorum.node.router import RequestRejected
 from quorum.wire import ApiKey
 from quorum.wire.apis import CLIENT_LISTENER_VERSIONS, CONTROLLER_LISTENER_VERSIONS
-from quorum.wire.messages import DescribeClusterRequest, DescribeConfigsRequest, MetadataRequest
+from quorum.wire.messages import (
+    DescribeClusterRequest,
+    DescribeConfigsRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+    OffsetForLeaderEpochRequest,
+)
 from quorum.wire.protocol import RequestHeader
 
-__all__ = ["BROKER_LISTENER_APIS", "BrokerRequestRejected", "BrokerRouter", "broker_listener_table"]
+__all__ = [
+    "BROKER_LISTENER_APIS",
+    "DATA_PLANE_APIS",
+    "BrokerRequestRejected",
+    "BrokerRouter",
+    "broker_listener_table",
+]
 
 # answered here (the rest is forwarded)
 _LOCAL_APIS: Final = frozenset({
@@ -49,16 +67,24 @@ _LOCAL_APIS: Final = frozenset({
     ApiKey.DESCRIBE_CONFIGS,
     ApiKey.PYKRAFT_DESCRIBE_IMAGE,
 })
-BROKER_LISTENER_APIS: Final = _LOCAL_APIS | FORWARDED_APIS
+# answered by the partitions this broker hosts (a broker with a data plane)
+DATA_PLANE_APIS: Final = frozenset({
+    ApiKey.PRODUCE,
+    ApiKey.FETCH,
+    ApiKey.LIST_OFFSETS,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH,
+})
+BROKER_LISTENER_APIS: Final = _LOCAL_APIS | FORWARDED_APIS | DATA_PLANE_APIS
 
 
 class BrokerRequestRejected(RequestRejected):
     """A request this listener does not serve: the connection is closed."""
 
 
-def broker_listener_table() -> dict[int, tuple[int, int]]:
+def broker_listener_table(*, data_plane: bool = False) -> dict[int, tuple[int, int]]:
     """What the broker listener advertises: the versions it decodes and serves."""
-    table = {k: v for k, v in CLIENT_LISTENER_VERSIONS.items() if k in BROKER_LISTENER_APIS}
+    served = BROKER_LISTENER_APIS if data_plane else BROKER_LISTENER_APIS - DATA_PLANE_APIS
+    table = {k: v for k, v in CLIENT_LISTENER_VERSIONS.items() if k in served}
     table[ApiKey.PYKRAFT_DESCRIBE_IMAGE] = (0, 0)
     for key in FORWARDED_APIS:
         # forwarded at the client's version: the controller must serve it too
@@ -80,10 +106,11 @@ class BrokerRouter(ListenerRouter):
         forwarder: ControllerForwarder | None = None,
         nursery: trio.Nursery | None = None,
         static_configs: ControllerConfig | None = None,
+        replicas: ReplicaDriver | None = None,
     ) -> None:
         super().__init__(
             ListenerApis(
-                broker_listener_table(),
+                broker_listener_table(data_plane=replicas is not None),
                 where=f"the broker listener {view.listener_name}",
                 rejected=BrokerRequestRejected,
             )
@@ -93,6 +120,7 @@ class BrokerRouter(ListenerRouter):
         self._image = image
         self._forwarder = forwarder
         self._nursery = nursery
+        self._replicas = replicas
         self._static_configs = static_configs or ControllerConfig(
             node_id=view.node_id, cluster_id=view.cluster_id
         )
@@ -105,6 +133,13 @@ class BrokerRouter(ListenerRouter):
             ApiKey.DESCRIBE_CONFIGS: self._answered(self._describe_configs),
             **{key: self._forward for key in FORWARDED_APIS},
         }
+        if replicas is not None:
+            self._handlers |= {
+                ApiKey.PRODUCE: self._produce,
+                ApiKey.FETCH: self._fetch,
+                ApiKey.LIST_OFFSETS: self._answered(self._list_offsets),
+                ApiKey.OFFSET_FOR_LEADER_EPOCH: self._answered(self._offsets_for_leader_epochs),
+            }
         assert self._handlers.keys() == self.table.keys(), "advertised = handled"
 
     async def route(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
@@ -134,6 +169,29 @@ class BrokerRouter(ListenerRouter):
     async def _forwarded(self, slot: ResponseSlot, message: Any) -> None:
         assert self._forwarder is not None
         slot.complete(await self._forwarder.forward(message, slot.version))
+
+    async def _produce(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
+        assert self._replicas is not None
+        # acks=0: Kafka sends no response at all, so the request takes no place in the order
+        slot = None if message.acks == 0 else conn.new_slot(header)
+        self._replicas.produce(slot, message)
+
+    async def _fetch(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
+        assert self._replicas is not None
+        # a long poll waits in the core's purgatory; later requests are read meanwhile
+        self._replicas.fetch(conn.new_slot(header), message, header.api_version)
+
+    async def _list_offsets(self, version: int, message: ListOffsetsRequest) -> Any:
+        assert self._replicas is not None
+        return list_offsets(self._replicas.core.partitions.by_name, self._image(), message)
+
+    async def _offsets_for_leader_epochs(
+        self, version: int, message: OffsetForLeaderEpochRequest
+    ) -> Any:
+        assert self._replicas is not None
+        return offsets_for_leader_epochs(
+            self._replicas.core.partitions.by_name, self._image(), message
+        )
 
     async def _common(self, version: int, message: Any) -> Any:
         return await self.apis.answer_common(

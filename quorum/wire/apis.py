@@ -96,7 +96,9 @@ CLIENT_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     ApiKey.CREATE_TOPICS: (0, 5),  # forwarded to the active controller
     ApiKey.DELETE_TOPICS: (1, 4),  # forwarded to the active controller
     ApiKey.INIT_PRODUCER_ID: (0, 4),
-    ApiKey.DESCRIBE_CONFIGS: (0, 4),  # forwarded to the active controller
+    # KIP-320: a consumer checks its position after a leader change (librdkafka sends v2 only)
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),  # answered by the broker
     ApiKey.CREATE_PARTITIONS: (0, 3),  # forwarded
     ApiKey.ELECT_LEADERS: (0, 2),  # forwarded
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),  # forwarded

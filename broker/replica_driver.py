@@ -1,0 +1,253 @@
+"""``ReplicaDriver``: the trio shell around the broker's ``ReplicaCore``.
+
+The core (``broker.replica``) is a sans-I/O state machine; this module is
+everything around it that waits. Trio runs one task at a time in one thread,
+so every input is a synchronous call of the core followed at once by
+performing its ``ReplicaOutput`` (``_step``): the core is never entered twice
+and nothing is queued between an input and its effects. The inputs:
+
+* the metadata image's changes, which ``BrokerMetadataMachine`` hands to
+  ``apply`` in the Raft core's task: they are only queued there, and a task
+  of this driver applies them in slices of ``apply_slice`` partitions with a
+  checkpoint between slices, so a topic of 100,000 partitions never stalls
+  the broker's other tasks. Nothing is applied before ``activate`` (the
+  broker registered and caught up, as Kafka's replica manager waits for the
+  broker to leave RECOVERY): before that, the image's own registration of
+  this broker may be a previous incarnation's;
+* Produce and Fetch requests from the broker listener (``produce``,
+  ``fetch``), answered through the connection's ``ResponseSlot`` (the
+  handle the core gives back); an acks=0 produce has no slot;
+* answers to the core's own requests: follower fetches, one link task per
+  source broker (``broker.replica_links``), and AlterPartition to the active
+  controller over the controller channel's ALTER_PARTITION lane;
+* time: one timer task calls ``poll`` at the core's next deadline.
+
+Partition logs are written and read inside the step, in the trio thread
+(appends to the page cache; Kafka's durability is replication). The high
+watermarks are checkpointed every ``checkpoint_interval_ms`` in a worker
+thread (Kafka's ``replica.high.watermark.checkpoint.interval.ms``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import trio
+
+from broker.controller_channel import BrokerControllerChannel, ControllerLane
+from broker.errors import ControllerUnavailableError
+from broker.replica import OutboundAlterPartition, ReplicaCore, ReplicaOutput
+from broker.replica_links import FetchLinks, PeerAddress
+from broker.replica_manager import PartitionAssignment
+from quorum.controller.image import MetadataImage
+from quorum.node.connection import ResponseSlot
+from quorum.wire.messages import FetchRequest, ProduceRequest
+
+__all__ = ["ReplicaDriver"]
+
+logger = logging.getLogger(__name__)
+
+ALTER_PARTITION_VERSION = 3
+
+
+@attrs.frozen
+class _Changes:
+    changed: Sequence[PartitionAssignment]
+    removed: Sequence[PartitionAssignment]
+    image: MetadataImage
+
+
+class ReplicaDriver:
+    """Owns the ``ReplicaCore``; a ``ReplicaManager`` for the metadata machine."""
+
+    def __init__(
+        self,
+        core: ReplicaCore,
+        *,
+        clock_ms: Callable[[], int],
+        checkpoint: Callable[[dict[Any, int]], None] | None = None,
+        apply_slice: int = 1_000,
+        checkpoint_interval_ms: int = 5_000,
+        request_timeout_ms: int = 30_000,
+    ) -> None:
+        self.core = core
+        self._clock_ms = clock_ms
+        self._checkpoint = checkpoint
+        self._apply_slice = apply_slice
+        self._checkpoint_interval_ms = checkpoint_interval_ms
+        self._request_timeout_ms = request_timeout_ms
+        self._pending: deque[_Changes] = deque()
+        self._pending_wake = trio.Event()
+        self._active = trio.Event()
+        self._deadline_ms: float = math.inf
+        self._deadline_changed = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._controller: BrokerControllerChannel | None = None
+        self._links: FetchLinks | None = None
+        self._hw_dirty = False
+        self.steps = 0
+
+    # -- the ReplicaManager side (the Raft core's task: no waiting) --------------------------
+
+    def apply(
+        self,
+        changed: Sequence[PartitionAssignment],
+        removed: Sequence[PartitionAssignment],
+        image: MetadataImage,
+    ) -> None:
+        self._pending.append(_Changes(tuple(changed), tuple(removed), image))
+        self._pending_wake.set()
+
+    @property
+    def pending_changes(self) -> int:
+        return sum(len(c.changed) + len(c.removed) for c in self._pending)
+
+    def activate(self) -> None:
+        """The broker is registered and caught up: start applying the image's changes."""
+        self._active.set()
+
+    # -- the listener side ------------------------------------------------------------------
+
+    def produce(self, slot: ResponseSlot | None, request: ProduceRequest) -> None:
+        """A Produce request; ``slot`` is None for acks=0 (no answer is ever sent)."""
+        self._step(lambda now: self.core.produce(slot, request, now))
+
+    def fetch(self, slot: ResponseSlot, request: FetchRequest, version: int) -> None:
+        self._step(lambda now: self.core.fetch(slot, request, version, now))
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def run(
+        self,
+        *,
+        controller: BrokerControllerChannel,
+        peers: Callable[[int], PeerAddress | None],
+        client_id: str,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._controller = controller
+            self._links = FetchLinks(
+                nursery,
+                peers=peers,
+                client_id=client_id,
+                timeout_ms=self._request_timeout_ms,
+                on_response=lambda source, request_id, response: self._step(
+                    lambda now: self.core.handle_fetch_response(source, request_id, response, now)
+                ),
+                on_failure=lambda source, request_id: self._step(
+                    lambda now: self.core.fetch_failed(source, request_id, now)
+                ),
+            )
+            nursery.start_soon(self._apply_changes)
+            nursery.start_soon(self._timer)
+            if self._checkpoint is not None:
+                nursery.start_soon(self._checkpoints)
+            task_status.started()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+                await self._links.aclose()
+                if self._checkpoint is not None and self._hw_dirty:
+                    with trio.CancelScope(shield=True):
+                        await self._write_checkpoint()
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _step(self, step: Callable[[int], ReplicaOutput]) -> None:
+        """One input of the core, and its output performed before anything else runs."""
+        if self._nursery is None:
+            return  # stopped (or not started): nothing is served, fetched or sent
+        self.steps += 1
+        self._perform(step(self._clock_ms()))
+
+    def _perform(self, output: ReplicaOutput) -> None:
+        assert self._links is not None and self._nursery is not None
+        for fetch in output.fetches:
+            self._links.send(fetch)
+        if output.alter_partition is not None:
+            self._nursery.start_soon(self._alter_partition, output.alter_partition)
+        for answer in output.produce_answers:
+            if isinstance(answer.handle, ResponseSlot):
+                answer.handle.complete(answer.response)
+        for fetched in output.fetch_answers:
+            if isinstance(fetched.handle, ResponseSlot):
+                fetched.handle.complete(fetched.response)
+        if output.high_watermarks_moved:
+            self._hw_dirty = True
+        deadline = math.inf if output.next_deadline_ms is None else output.next_deadline_ms
+        if deadline != self._deadline_ms:
+            self._deadline_ms = deadline
+            self._deadline_changed.set()
+
+    async def _timer(self) -> None:
+        while True:
+            self._deadline_changed = trio.Event()
+            wait_s = (self._deadline_ms - self._clock_ms()) / 1000
+            if wait_s <= 0:
+                self._step(self.core.poll)
+                await trio.lowlevel.checkpoint()
+                continue
+            with trio.move_on_after(wait_s):
+                await self._deadline_changed.wait()
+
+    async def _apply_changes(self) -> None:
+        await self._active.wait()
+        while True:
+            while not self._pending:
+                self._pending_wake = trio.Event()
+                await self._pending_wake.wait()
+            changes = self._pending.popleft()
+            # removals first, then the changes, each in bounded slices
+            for start in range(0, len(changes.removed), self._apply_slice):
+                part = changes.removed[start:start + self._apply_slice]
+                self._step(lambda now, part=part: self.core.apply_changes(  # type: ignore[misc]
+                    (), part, changes.image, now
+                ))
+                await trio.lowlevel.checkpoint()
+            for start in range(0, max(len(changes.changed), 1), self._apply_slice):
+                part = changes.changed[start:start + self._apply_slice]
+                self._step(lambda now, part=part: self.core.apply_changes(  # type: ignore[misc]
+                    part, (), changes.image, now
+                ))
+                await trio.lowlevel.checkpoint()
+
+    async def _alter_partition(self, outbound: OutboundAlterPartition) -> None:
+        assert self._controller is not None
+        try:
+            response = await self._controller.call(
+                outbound.request,
+                lane=ControllerLane.ALTER_PARTITION,
+                timeout_ms=self._request_timeout_ms,
+                version=ALTER_PARTITION_VERSION,
+            )
+        except ControllerUnavailableError as exc:
+            logger.info("AlterPartition not delivered (%s); the core retries", exc)
+            self._step(lambda now: self.core.alter_partition_failed(outbound.request_id, now))
+            return
+        self._step(lambda now: self.core.handle_alter_partition_response(
+            outbound.request_id, response, now
+        ))
+
+    async def _checkpoints(self) -> None:
+        while True:
+            await trio.sleep(self._checkpoint_interval_ms / 1000)
+            if self._hw_dirty:
+                await self._write_checkpoint()
+
+    async def _write_checkpoint(self) -> None:
+        assert self._checkpoint is not None
+        self._hw_dirty = False
+        marks = self.core.high_watermarks()
+        try:
+            await trio.to_thread.run_sync(self._checkpoint, marks)
+        except OSError as exc:
+            self._hw_dirty = True
+            logger.warning("high watermark checkpoint not written: %s", exc)
