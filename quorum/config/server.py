@@ -97,6 +97,12 @@ class ServerConfig:
 
     # --- data logs (ServerLogConfigs) -------------------------------------------------
     log_segment_bytes: int = setting("log.segment.bytes", INT, "1073741824", at_least(14))
+    log_roll_ms_config: int | None = setting("log.roll.ms", LONG, None, at_least(1))
+    log_roll_hours: int = setting("log.roll.hours", INT, "168", at_least(1))
+    log_roll_jitter_ms_config: int | None = setting("log.roll.jitter.ms", LONG, None, at_least(0))
+    log_roll_jitter_hours: int = setting("log.roll.jitter.hours", INT, "0", at_least(0))
+    log_index_size_max_bytes: int = setting("log.index.size.max.bytes", INT, "10485760", at_least(4))
+    log_index_interval_bytes: int = setting("log.index.interval.bytes", INT, "4096", at_least(0))
     log_retention_ms_config: int | None = setting("log.retention.ms", LONG, None)
     log_retention_minutes: int | None = setting("log.retention.minutes", INT, None)
     log_retention_hours: int = setting("log.retention.hours", INT, "168")
@@ -104,6 +110,13 @@ class ServerConfig:
     log_retention_check_interval_ms: int = setting("log.retention.check.interval.ms", LONG, "300000", at_least(1))
     log_flush_interval_messages: int = setting("log.flush.interval.messages", LONG, "9223372036854775807", at_least(1))
     log_flush_interval_ms: int | None = setting("log.flush.interval.ms", LONG, None, at_least(0))
+    log_flush_scheduler_interval_ms: int = setting("log.flush.scheduler.interval.ms", LONG, "9223372036854775807")
+    log_flush_offset_checkpoint_interval_ms: int = setting("log.flush.offset.checkpoint.interval.ms", INT, "60000", at_least(0))
+    log_flush_start_offset_checkpoint_interval_ms: int = setting("log.flush.start.offset.checkpoint.interval.ms", INT, "60000", at_least(0))
+    num_recovery_threads_per_data_dir: int = setting("num.recovery.threads.per.data.dir", INT, "1", at_least(1))
+    # pykraft's own key: segment files held open at once by all of a broker's logs (Kafka
+    # holds every segment open and leaves the bound to the process's file limit)
+    log_max_open_files: int = setting("log.max.open.files", INT, "1000", at_least(1))
 
     # --- brokers, replication, groups -------------------------------------------------
     broker_heartbeat_interval_ms: int = setting("broker.heartbeat.interval.ms", INT, "2000", at_least(1))
@@ -163,6 +176,28 @@ class ServerConfig:
         else:
             millis = self.log_retention_hours * _MS_PER_HOUR
         return -1 if millis < 0 else millis
+
+    @property
+    def log_roll_ms(self) -> int:
+        """``log.roll.ms``, else ``log.roll.hours`` (Kafka's ``logRollTimeMillis``)."""
+        if self.log_roll_ms_config is not None:
+            return self.log_roll_ms_config
+        return self.log_roll_hours * _MS_PER_HOUR
+
+    @property
+    def log_roll_jitter_ms(self) -> int:
+        """``log.roll.jitter.ms``, else ``log.roll.jitter.hours``."""
+        if self.log_roll_jitter_ms_config is not None:
+            return self.log_roll_jitter_ms_config
+        return self.log_roll_jitter_hours * _MS_PER_HOUR
+
+    @property
+    def log_flush_ms(self) -> int:
+        """``log.flush.interval.ms``, else ``log.flush.scheduler.interval.ms`` (Kafka's
+        ``logFlushIntervalMs``: the default of the topic config ``flush.ms``)."""
+        if self.log_flush_interval_ms is not None:
+            return self.log_flush_interval_ms
+        return self.log_flush_scheduler_interval_ms
 
     # --- listeners ------------------------------------------------------------
     @property

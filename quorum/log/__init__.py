@@ -5,6 +5,7 @@ use; ``FileLog`` implements it on Kafka's on-disk layout and ``MemoryLog`` in
 memory for the simulator.
 """
 
+from quorum.log.clock import Clock, wall_clock_ms
 from quorum.log.config import LogConfig
 from quorum.log.epoch_cache import EpochCache, EpochEntry
 from quorum.log.errors import (
@@ -14,7 +15,9 @@ from quorum.log.errors import (
     OffsetOutOfRangeError,
     SnapshotNotFoundError,
 )
-from quorum.log.file_log import FileLog, partition_dir
+from quorum.log.file_cache import DEFAULT_MAX_OPEN_FILES, OpenFiles, default_open_files
+from quorum.log.file_log import CheckpointedOffsets, FileLog, partition_dir
+from quorum.log.flush_policy import FlushReason
 from quorum.log.memory_log import MemoryLog
 from quorum.log.protocol import (
     UNDEFINED_EPOCH,
@@ -26,14 +29,21 @@ from quorum.log.protocol import (
     SnapshotData,
     metadata_end_offset_for_epoch,
 )
+from quorum.log.recovery import OpenMode
+from quorum.log.roll import RollReason
+from quorum.log.timestamps import TimestampAndOffset
 
 __all__ = [
+    "DEFAULT_MAX_OPEN_FILES",
     "UNDEFINED_EPOCH",
     "UNDEFINED_OFFSET",
     "AppendInfo",
+    "CheckpointedOffsets",
+    "Clock",
     "EpochCache",
     "EpochEntry",
     "FileLog",
+    "FlushReason",
     "InvalidAppendError",
     "LogConfig",
     "LogCorruptionError",
@@ -41,10 +51,16 @@ __all__ = [
     "MemoryLog",
     "OffsetAndEpoch",
     "OffsetOutOfRangeError",
+    "OpenFiles",
+    "OpenMode",
     "ReadResult",
     "ReplicatedLog",
+    "RollReason",
     "SnapshotData",
     "SnapshotNotFoundError",
+    "TimestampAndOffset",
+    "default_open_files",
     "metadata_end_offset_for_epoch",
     "partition_dir",
+    "wall_clock_ms",
 ]

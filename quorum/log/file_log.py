@@ -4,48 +4,66 @@ A partition directory ``<log.dir>/<topic>-<partition>/`` holds::
 
     00000000000000000000.log        record batches, back to back
     00000000000000000000.index      sparse offset index of that segment
+    00000000000000000000.timeindex  sparse time index of that segment
     leader-epoch-checkpoint         epoch -> start offset (Kafka's text format)
-    log-start-offset-checkpoint     the log start offset (same text format, one row)
+    log-start-offset-checkpoint     the log start offset (metadata log only; one row)
     <offset>-<epoch>.checkpoint     snapshots (KIP-630)
 
-Durability: ``flush()`` fsyncs the active segment.  Rolling to a new segment
-first fsyncs the old one and then the directory, so unsynced bytes can only
-ever be in the last segment; recovery relies on that (``quorum.log.recovery``).
-Checkpoint files are replaced atomically (temp file, fsync, rename, directory
-fsync).  The epoch checkpoint is written before the batches that start a new
-epoch, so it never lacks an epoch that the durable log holds.  The log start
-offset checkpoint is written before segments below it are deleted.
+Two keepers (``OpenMode``):
+
+* The metadata log: ``flush()`` fsyncs the active segment; rolling to a new
+  segment first fsyncs the old one and then the directory, so unsynced bytes
+  can only ever be in the last segment, and recovery scans only that one.  The
+  log start offset has its own checkpoint file in the partition directory,
+  written before segments below it are deleted.
+* A data partition of a broker log directory (``quorum.log.log_dir``): a roll
+  syncs nothing; the flush policy (``flush_due``) says when ``flush()`` is due,
+  and ``flush()`` syncs every segment from the recovery point on (and the
+  directory when segments were created).  The log directory checkpoints the
+  log start offset and the recovery point; recovery scans from the recovery
+  point, or nothing after a clean shutdown.  The log is opened lazily: no file
+  is touched until first use (``load()`` forces it, e.g. in a worker thread).
+
+Either way checkpoint files are replaced atomically (temp file, fsync, rename,
+directory fsync), and the epoch checkpoint is written before the batches that
+start a new epoch, so it never lacks an epoch that the durable log holds.
 
 Reads use ``os.pread`` into a fresh buffer and return a ``memoryview`` of the
 whole batches in it: one copy from the page cache, none after that.
 
-Not safe for concurrent use: one task owns a log.
+Not safe for concurrent use: one task owns a log (``flush`` may run in a
+worker thread beside appends; see there).
 """
 
 from __future__ import annotations
 
-import bisect
+import random
 import struct
 from pathlib import Path
 from typing import Final
 
+import attrs
+
+from quorum.log import retention, timestamp_search
 from quorum.log.appends import PreparedAppend, prepare_follower_append, prepare_leader_append
+from quorum.log.clock import Clock, wall_clock_ms
 from quorum.log.config import LogConfig
 from quorum.log.errors import OffsetOutOfRangeError
-from quorum.log.fileio import fsync_dir, write_checkpoint
+from quorum.log.file_cache import OpenFiles, default_open_files
+from quorum.log.flush_policy import FlushReason, flush_due, next_flush_deadline_ms
+from quorum.log.log_files import LogFiles
 from quorum.log.protocol import AppendInfo, OffsetAndEpoch, ReadResult, SnapshotData
-from quorum.log.recovery import EPOCH_CHECKPOINT, recover, write_log_start_offset
-from quorum.log.retention import expired_by_size, expired_by_time
+from quorum.log.recovery import OpenMode
+from quorum.log.roll import Incoming, should_roll
 from quorum.log.segment import Segment
-from quorum.log.snapshots import SnapshotStore
+from quorum.log.timestamps import TimestampAndOffset
 from quorum.wire.batch import LOG_OVERHEAD
 
-__all__ = ["FileLog", "partition_dir"]
+__all__ = ["CheckpointedOffsets", "FileLog", "partition_dir"]
 
 _BASE_AND_LENGTH: Final = struct.Struct(">qi")
 _LAST_OFFSET_DELTA: Final = struct.Struct(">i")
 _LAST_OFFSET_DELTA_AT: Final = 23
-_MAX_RELATIVE_OFFSET: Final = 2**31 - 1
 
 
 def partition_dir(log_dir: Path, topic: str, partition: int) -> Path:
@@ -72,21 +90,67 @@ def _whole_batches(buf: bytes, max_offset: int | None) -> tuple[int, int, int]:
     return position, first_base, next_offset
 
 
+@attrs.frozen(kw_only=True)
+class CheckpointedOffsets:
+    """What a log directory's checkpoints record of one partition (None: leave it out)."""
+
+    log_start_offset: int | None
+    recovery_point: int
+
+
 class FileLog:
     """A ``ReplicatedLog`` in one partition directory (see ``quorum.log.protocol``)."""
 
-    def __init__(self, directory: Path, config: LogConfig | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig | None = None,
+        *,
+        mode: OpenMode | None = None,
+        files: OpenFiles | None = None,
+        clock_ms: Clock = wall_clock_ms,
+        rng: random.Random | None = None,
+        lazy: bool = False,
+    ) -> None:
         self._directory = directory
         self._config = config or LogConfig()
-        recovered = recover(directory, self._config)
-        self._segments: list[Segment] = recovered.segments
-        self._bases = [segment.base_offset for segment in self._segments]
-        self._log_start_offset = recovered.log_start_offset
-        self._epochs = recovered.epochs
-        self._snapshots = SnapshotStore(directory)
+        self._mode = mode or OpenMode()
+        self._files = files or default_open_files()
+        self._clock_ms = clock_ms
+        self._rng = rng or random.Random()
+        self._loaded: LogFiles | None = None
         self._closed = False
-        self._segments[-1].flush()
-        self._flushed_offset = self.log_end_offset
+        if not lazy:
+            self.load()
+
+    def load(self) -> None:
+        """Open the partition directory now (recovery included) if not done yet."""
+        if self._loaded is None:
+            assert not self._closed, "the log is closed"
+            self._loaded = LogFiles(
+                self._directory,
+                self._config,
+                self._mode,
+                files=self._files,
+                clock_ms=self._clock_ms,
+                rng=self._rng,
+            )
+
+    @property
+    def _files_of(self) -> LogFiles:
+        if self._loaded is None:
+            self.load()
+        assert self._loaded is not None
+        return self._loaded
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._loaded is not None
+
+    @property
+    def needs_recovery(self) -> bool:
+        """Not opened yet, after an unclean shutdown: its files are not known to be whole."""
+        return self._loaded is None and not self._mode.clean_shutdown
 
     # -- offsets and epochs ---------------------------------------------------
 
@@ -101,37 +165,56 @@ class FileLog:
     @property
     def segments(self) -> list[Segment]:
         """The open segments, oldest first (for tests and tools; do not mutate)."""
-        return self._segments
+        return self._files_of.segments
 
     @property
     def log_start_offset(self) -> int:
-        return self._log_start_offset
+        return self._files_of.log_start_offset
 
     @property
     def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
+        return self._files_of.log_end_offset
 
     @property
     def flushed_offset(self) -> int:
-        return self._flushed_offset
+        return self._files_of.flushed_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below is on disk: recovery after an unclean shutdown starts here."""
+        return self._files_of.flushed_offset
+
+    def offsets_to_checkpoint(self) -> CheckpointedOffsets:
+        """The log directory's checkpoint entries, without opening an unopened log."""
+        files = self._loaded
+        if files is None:
+            return CheckpointedOffsets(
+                log_start_offset=self._mode.log_start_offset,
+                recovery_point=self._mode.recovery_point,
+            )
+        # Kafka leaves out a log start that the first segment implies; kept here, because
+        # segments created since the last flush may vanish in a crash, and with them
+        # the only record of where the log starts
+        start = files.log_start_offset
+        return CheckpointedOffsets(
+            log_start_offset=start if start > 0 else None, recovery_point=files.flushed_offset
+        )
 
     @property
     def size_in_bytes(self) -> int:
-        return sum(segment.size for segment in self._segments)
+        return sum(segment.size for segment in self._files_of.segments)
 
     @property
     def last_fetched_epoch(self) -> int:
-        latest = self._epochs.latest_epoch
+        files = self._files_of
+        latest = files.epochs.latest_epoch
         if latest is not None:
             return latest
-        snapshot = self._snapshots.latest
+        snapshot = files.snapshots.latest
         return snapshot.epoch if snapshot is not None else 0
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        return self._epochs.end_offset_for(epoch, self.log_end_offset)
-
-    def _save_epochs(self) -> None:
-        write_checkpoint(self._directory / EPOCH_CHECKPOINT, self._epochs.to_rows())
+        return self._files_of.epochs.end_offset_for(epoch, self.log_end_offset)
 
     # -- appends -------------------------------------------------------------
 
@@ -158,52 +241,39 @@ class FileLog:
 
     def _write(self, prepared: PreparedAppend) -> None:
         assert not self._closed, "the log is closed"
+        files = self._files_of
         changed = False
         for batch in prepared.batches:
-            changed |= self._epochs.assign(batch.epoch, batch.base_offset)
+            changed |= files.epochs.assign(batch.epoch, batch.base_offset)
         if changed:
             # before the data: the checkpoint must never lack a durable epoch
-            self._save_epochs()
-        active = self._segments[-1]
-        size = len(prepared.data)
-        too_big = active.size > 0 and active.size + size > self._config.segment_bytes
-        too_far = prepared.info.last_offset - active.base_offset > _MAX_RELATIVE_OFFSET
-        if too_big or too_far:
-            active = self._roll()
-        active.append(memoryview(prepared.data), prepared.batches)
-
-    def _roll(self) -> Segment:
-        """Close the active segment durably and start a new one at the log end."""
-        old = self._segments[-1]
-        old.flush()
-        new = Segment(
-            self._directory,
-            old.next_offset,
-            index_interval_bytes=self._config.index_interval_bytes,
-            create=True,
+            files.save_epochs()
+        active = files.active
+        incoming = Incoming(
+            size=len(prepared.data),
+            last_offset=prepared.info.last_offset,
+            max_timestamp=max(batch.max_timestamp for batch in prepared.batches),
         )
-        fsync_dir(self._directory)
-        self._segments.append(new)
-        self._bases.append(new.base_offset)
-        self._flushed_offset = new.base_offset
-        return new
+        now = self._clock_ms()
+        if should_roll(active.roll_facts(), incoming, config=self._config, now_ms=now):
+            active = files.roll()
+        active.append(memoryview(prepared.data), prepared.batches)
 
     def roll(self) -> None:
         """Start a new segment now (if the active one holds anything)."""
-        if self._segments[-1].size > 0:
-            self._roll()
+        files = self._files_of
+        if files.active.size > 0:
+            files.roll()
 
     # -- reads ----------------------------------------------------------------
 
     def _check_offset(self, offset: int, action: str) -> None:
-        if not self._log_start_offset <= offset <= self.log_end_offset:
+        start = self.log_start_offset
+        if not start <= offset <= self.log_end_offset:
             raise OffsetOutOfRangeError(
                 f"cannot {action} offset {offset}: the log holds offsets "
-                f"[{self._log_start_offset}, {self.log_end_offset})"
+                f"[{start}, {self.log_end_offset})"
             )
-
-    def _segment_index(self, offset: int) -> int:
-        return bisect.bisect_right(self._bases, offset) - 1
 
     def read(
         self, start_offset: int, max_bytes: int, *, max_offset: int | None = None
@@ -212,7 +282,8 @@ class FileLog:
         empty = ReadResult(records=b"", base_offset=start_offset, next_offset=start_offset)
         if start_offset == self.log_end_offset:
             return empty
-        segment = self._segments[self._segment_index(start_offset)]
+        files = self._files_of
+        segment = files.segments[files.segment_index(start_offset)]
         position, first_size, _ = segment.locate(start_offset)
         length = min(segment.size - position, max(max_bytes, first_size))
         buf = segment.pread(length, position)
@@ -225,90 +296,81 @@ class FileLog:
             records=memoryview(buf)[:end], base_offset=base_offset, next_offset=next_offset
         )
 
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets by timestamp: the first record at or after the log start offset whose
+        timestamp is at least ``timestamp``; None if there is none."""
+        files = self._files_of
+        return timestamp_search.offset_for_timestamp(
+            files.segments, timestamp, start_offset=files.log_start_offset
+        )
+
+    def max_timestamp(self) -> TimestampAndOffset | None:
+        """ListOffsets MAX_TIMESTAMP (-3): the first record with the largest timestamp; None
+        if no record (at or after the log start offset) has a timestamp."""
+        files = self._files_of
+        return timestamp_search.max_timestamp(files.segments, start_offset=files.log_start_offset)
+
     # -- durability -----------------------------------------------------------
+
+    def flush_due(self, now_ms: int) -> FlushReason | None:
+        """Why a data partition should run ``flush()`` now (``quorum.log.flush_policy``)."""
+        return flush_due(self._files_of.unflushed_state(), config=self._config, now_ms=now_ms)
+
+    def next_flush_deadline_ms(self) -> int | None:
+        """When ``flush.ms`` makes a flush due; None if nothing is unflushed or never."""
+        return next_flush_deadline_ms(self._files_of.unflushed_state(), config=self._config)
 
     def flush(self) -> int:
         """Make everything appended so far durable; returns the flushed offset.
 
         May run in a worker thread while the owner appends (the node's leader
-        does): it claims only what was written before it started, and races
-        with a roll can only make it claim less. Nothing may truncate, or
-        delete the active segment, meanwhile.
+        and a broker's flush policy do): it claims only what was written before
+        it started, and races with a roll can only make it claim less. Nothing
+        may truncate or delete segments meanwhile.
         """
         assert not self._closed, "the log is closed"
-        target = self.log_end_offset
-        if self._flushed_offset < target:
-            self._segments[-1].flush()
-            self._flushed_offset = max(self._flushed_offset, target)
-        return self._flushed_offset
+        return self._files_of.flush()
 
     def close(self) -> None:
         if self._closed:
             return
-        self.flush()
-        for segment in self._segments:
-            segment.index.persist()
-            segment.close()
+        if self._loaded is not None:
+            self._loaded.close()
         self._closed = True
 
     def abandon(self) -> None:
         """Close the files without flushing (what a killed process leaves behind)."""
-        for segment in self._segments:
-            segment.close()
+        if self._loaded is not None:
+            self._loaded.abandon()
         self._closed = True
 
     # -- truncation ----------------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:
-        if offset < self._log_start_offset:
+        files = self._files_of
+        if offset < files.log_start_offset:
             raise OffsetOutOfRangeError(
                 f"cannot truncate to offset {offset}: it is below the log start offset "
-                f"{self._log_start_offset}; use truncate_fully_and_start_at"
+                f"{files.log_start_offset}; use truncate_fully_and_start_at"
             )
         if offset >= self.log_end_offset:
             return
-        index = self._segment_index(offset)
-        segment = self._segments[index]
+        index = files.segment_index(offset)
         # the batch containing ``offset`` goes whole (batches are never split)
-        position, _, new_end = segment.locate(offset)
-        if new_end < self._log_start_offset:
-            self.truncate_fully_and_start_at(self._log_start_offset)
+        position, _, new_end = files.segments[index].locate(offset)
+        if new_end < files.log_start_offset:
+            self.truncate_fully_and_start_at(files.log_start_offset)
             return
-        later = self._segments[index + 1 :]
-        for doomed in reversed(later):
-            doomed.delete()
-        if later:
-            del self._segments[index + 1 :]
-            del self._bases[index + 1 :]
-            fsync_dir(self._directory)
-        segment.truncate_at(position, new_end)
-        if self._epochs.truncate_from_end(new_end):
-            self._save_epochs()
-        self._flushed_offset = new_end
+        files.cut(index, position, new_end)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         if offset < 0:
             raise OffsetOutOfRangeError(f"cannot start the log at negative offset {offset}")
-        # the start offset first: a crash part-way then opens as an empty log there
-        write_log_start_offset(self._directory, offset)
-        for segment in self._segments:
-            segment.delete()
-        fsync_dir(self._directory)
-        new = Segment(
-            self._directory,
-            offset,
-            index_interval_bytes=self._config.index_interval_bytes,
-            create=True,
-        )
-        fsync_dir(self._directory)
-        self._segments = [new]
-        self._bases = [offset]
-        self._epochs.clear()
-        self._save_epochs()
-        self._log_start_offset = self._flushed_offset = offset
+        self._files_of.start_at(offset)
 
     def truncate_to_latest_snapshot(self) -> bool:
-        latest = self._snapshots.latest
+        files = self._files_of
+        latest = files.snapshots.latest
         # an empty log already at the snapshot reports the snapshot's epoch: no-op
         log_epoch = self.last_fetched_epoch
         if latest is None or not (
@@ -316,103 +378,121 @@ class FileLog:
             or (latest.epoch == log_epoch and latest.offset > self.log_end_offset)
         ):
             return False
-        self.truncate_fully_and_start_at(latest.offset)
-        self._snapshots.delete_before(latest)
+        files.start_at(latest.offset)
+        files.snapshots.delete_before(latest)
         return True
 
     # -- the log start and retention ---------------------------------------
 
     def advance_log_start_offset(self, offset: int) -> None:
+        files = self._files_of
         if offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
                 f"cannot move the log start offset to {offset}: it is past the log end "
                 f"offset {self.log_end_offset}"
             )
-        if offset <= self._log_start_offset:
+        if offset <= files.log_start_offset:
             return
-        self._set_log_start(offset)
-        count = 0
-        while count < len(self._segments) - 1 and self._segments[count].next_offset <= offset:
-            count += 1
-        self._delete_oldest(count)
+        files.set_log_start(offset)
+        files.delete_oldest(files.segments_below(offset))
 
-    def _set_log_start(self, offset: int) -> None:
-        write_log_start_offset(self._directory, offset)
-        self._log_start_offset = offset
-        changed = self._epochs.truncate_from_start(offset)
-        # no epoch may start at the log end (recovery could not tell it from a lost append)
-        changed |= self._epochs.truncate_from_end(self.log_end_offset)
-        if changed:
-            self._save_epochs()
-
-    def _delete_oldest(self, count: int) -> None:
-        if count == 0:
-            return
-        for segment in self._segments[:count]:
-            segment.delete()
-        del self._segments[:count]
-        del self._bases[:count]
-        fsync_dir(self._directory)
-
-    def _delete_expired(self, count: int) -> int:
-        if count:
-            new_start = self._segments[count].base_offset
-            if new_start > self._log_start_offset:
-                self._set_log_start(new_start)
-            self._delete_oldest(count)
-        return count
+    def maybe_increment_log_start_offset(self, offset: int, *, high_watermark: int) -> bool:
+        """DeleteRecords (Kafka's ``maybeIncrementLogStartOffset``): raise the log start
+        offset, never past the high watermark; True if it moved.  Segments wholly below
+        it are deleted at once."""
+        if offset > high_watermark:
+            raise OffsetOutOfRangeError(
+                f"cannot increment the log start offset to {offset}: it is above the high "
+                f"watermark {high_watermark}"
+            )
+        if offset <= self.log_start_offset:
+            return False
+        self.advance_log_start_offset(offset)
+        return True
 
     def maybe_apply_retention(self, now_ms: int, *, max_deletable_offset: int) -> int:
-        """Delete old segments by ``retention.ms`` then ``retention.bytes``; returns how many.
+        """The metadata log's retention: ``retention.ms`` then ``retention.bytes``; returns
+        how many segments were deleted.
 
         Never deletes the active segment, nor a segment holding any offset at or
         above ``max_deletable_offset`` (the caller's high watermark or latest
         snapshot).  The log start offset moves to the first remaining segment.
         """
-        config, limit = self._config, max_deletable_offset
-        deleted = self._delete_expired(
-            expired_by_time(
-                self._segments, now_ms=now_ms, retention_ms=config.retention_ms, limit=limit
+        files, config, limit = self._files_of, self._config, max_deletable_offset
+        deleted = files.delete_expired(
+            retention.expired_by_time(
+                files.segments, now_ms=now_ms, retention_ms=config.retention_ms, limit=limit
             )
         )
-        deleted += self._delete_expired(
-            expired_by_size(self._segments, retention_bytes=config.retention_bytes, limit=limit)
+        return deleted + files.delete_expired(
+            retention.expired_by_size(
+                files.segments, retention_bytes=config.retention_bytes, limit=limit
+            )
         )
-        return deleted
+
+    def delete_old_segments(self, now_ms: int, *, high_watermark: int) -> int:
+        """A data partition's retention (Kafka's ``deleteOldSegments``): segments below the
+        log start offset, then by ``retention.bytes``, then by ``retention.ms`` (the
+        active segment too, once it is wholly below the high watermark: the log is
+        then empty at its end); returns how many segments were deleted."""
+        files, config = self._files_of, self._config
+        deleted = files.delete_expired(
+            retention.start_breached(
+                files.segments,
+                log_start_offset=files.log_start_offset,
+                high_watermark=high_watermark,
+            )
+        )
+        deleted += files.delete_expired(
+            retention.size_breached(
+                files.segments,
+                retention_bytes=config.retention_bytes,
+                high_watermark=high_watermark,
+            )
+        )
+        return deleted + files.delete_expired(
+            retention.time_breached(
+                files.segments,
+                now_ms=now_ms,
+                retention_ms=config.retention_ms,
+                high_watermark=high_watermark,
+            )
+        )
 
     # -- snapshots ------------------------------------------------------------
 
     @property
     def latest_snapshot_id(self) -> OffsetAndEpoch | None:
-        return self._snapshots.latest
+        return self._files_of.snapshots.latest
 
     @property
     def earliest_snapshot_id(self) -> OffsetAndEpoch | None:
-        return self._snapshots.earliest
+        return self._files_of.snapshots.earliest
 
     def snapshot_ids(self) -> list[OffsetAndEpoch]:
-        return self._snapshots.ids()
+        return self._files_of.snapshots.ids()
 
     def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
-        return self._snapshots.create(snapshot_id, data)
+        return self._files_of.snapshots.create(snapshot_id, data)
 
     def read_snapshot(
         self, snapshot_id: OffsetAndEpoch, position: int = 0, max_bytes: int | None = None
     ) -> bytes:
-        return self._snapshots.read(snapshot_id, position, max_bytes)
+        return self._files_of.snapshots.read(snapshot_id, position, max_bytes)
 
     def snapshot_size(self, snapshot_id: OffsetAndEpoch) -> int:
-        return self._snapshots.size(snapshot_id)
+        return self._files_of.snapshots.size(snapshot_id)
 
     def delete_before(self, snapshot_id: OffsetAndEpoch) -> bool:
-        latest = self._snapshots.latest
+        snapshots = self._files_of.snapshots
+        latest = snapshots.latest
         if (
             latest is None
-            or snapshot_id not in self._snapshots.ids()
-            or snapshot_id.offset <= self._log_start_offset
+            or snapshot_id not in snapshots.ids()
+            or snapshot_id.offset <= self.log_start_offset
             or snapshot_id > latest
         ):
             return False
         self.advance_log_start_offset(snapshot_id.offset)
-        self._snapshots.delete_before(snapshot_id)
+        snapshots.delete_before(snapshot_id)
         return True

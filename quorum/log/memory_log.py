@@ -4,19 +4,28 @@ It keeps a flushed prefix: ``flush()`` marks everything durable, and
 ``crash()`` drops what was appended after the last flush, as a killed process
 loses writes that never reached the disk.  Truncation, log-start moves and
 snapshots are durable as soon as they return, as in the file log.
+
+A model of the file log's segments (``quorum.log.memory_segments``) gives the
+same answers as a data partition's file log for rolls, retention, the flush
+policy and ListOffsets by timestamp; reads ignore it.
 """
 
 from __future__ import annotations
 
 import bisect
+import random
 
 import attrs
 
 from quorum.log.appends import PreparedAppend, prepare_follower_append, prepare_leader_append
+from quorum.log.clock import Clock, wall_clock_ms
 from quorum.log.config import LogConfig
 from quorum.log.epoch_cache import EpochCache
 from quorum.log.errors import OffsetOutOfRangeError, SnapshotNotFoundError
+from quorum.log.flush_policy import FlushReason, UnflushedState, flush_due, next_flush_deadline_ms
+from quorum.log.memory_segments import BatchFacts, SegmentModels
 from quorum.log.protocol import AppendInfo, OffsetAndEpoch, ReadResult, SnapshotData
+from quorum.log.timestamps import TimestampAndOffset, scan_for_max_timestamp, scan_for_timestamp
 
 __all__ = ["MemoryLog"]
 
@@ -25,14 +34,24 @@ __all__ = ["MemoryLog"]
 class _StoredBatch:
     base_offset: int
     last_offset: int
+    max_timestamp: int
     data: bytes
 
 
 class MemoryLog:
     """A ``ReplicatedLog`` held in memory (see ``quorum.log.protocol``)."""
 
-    def __init__(self, config: LogConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: LogConfig | None = None,
+        *,
+        clock_ms: Clock = wall_clock_ms,
+        rng: random.Random | None = None,
+    ) -> None:
         self._config = config or LogConfig()
+        self._clock_ms = clock_ms
+        self._last_flush_ms = clock_ms()
+        self._model = SegmentModels(self._config, now_ms=self._last_flush_ms, rng=rng or random.Random())
         self._batches: list[_StoredBatch] = []
         self._bases: list[int] = []
         self._log_start_offset = 0
@@ -99,16 +118,38 @@ class MemoryLog:
 
     def _store(self, prepared: PreparedAppend) -> None:
         view = memoryview(prepared.data)
+        facts = []
         for batch in prepared.batches:
             self._epochs.assign(batch.epoch, batch.base_offset)
             data = bytes(view[batch.position : batch.position + batch.size])
             self._batches.append(
                 _StoredBatch(
-                    base_offset=batch.base_offset, last_offset=batch.last_offset, data=data
+                    base_offset=batch.base_offset,
+                    last_offset=batch.last_offset,
+                    max_timestamp=batch.max_timestamp,
+                    data=data,
                 )
             )
             self._bases.append(batch.base_offset)
+            facts.append(
+                BatchFacts(
+                    base_offset=batch.base_offset,
+                    last_offset=batch.last_offset,
+                    size=batch.size,
+                    max_timestamp=batch.max_timestamp,
+                )
+            )
+        self._model.append(facts, now_ms=self._clock_ms())
         self._log_end_offset = prepared.info.last_offset + 1
+
+    def roll(self) -> None:
+        """Start a new (modelled) segment now, if the active one holds anything."""
+        if self._model.active.size > 0:
+            self._model.roll(now_ms=self._clock_ms())
+
+    def segment_summary(self) -> list[tuple[int, int, int, int]]:
+        """(base offset, next offset, size, max timestamp) of each modelled segment."""
+        return self._model.summary()
 
     def read(
         self, start_offset: int, max_bytes: int, *, max_offset: int | None = None
@@ -139,10 +180,43 @@ class MemoryLog:
             records=b"".join(chosen), base_offset=base_offset, next_offset=next_offset
         )
 
+    def _held(self) -> list[tuple[int, int, bytes]]:
+        return [(batch.last_offset, batch.max_timestamp, batch.data) for batch in self._batches]
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """See ``FileLog.offset_for_timestamp``."""
+        return scan_for_timestamp(
+            self._held(), target=timestamp, start_offset=self._log_start_offset
+        )
+
+    def max_timestamp(self) -> TimestampAndOffset | None:
+        """See ``FileLog.max_timestamp``."""
+        return scan_for_max_timestamp(self._held(), start_offset=self._log_start_offset)
+
     # -- durability -----------------------------------------------------------
 
+    @property
+    def recovery_point(self) -> int:
+        return self._flushed_offset
+
+    def _unflushed_state(self) -> UnflushedState:
+        return UnflushedState(
+            log_end_offset=self._log_end_offset,
+            recovery_point=self._flushed_offset,
+            active_base_offset=self._model.active.base_offset,
+            last_flush_ms=self._last_flush_ms,
+        )
+
+    def flush_due(self, now_ms: int) -> FlushReason | None:
+        return flush_due(self._unflushed_state(), config=self._config, now_ms=now_ms)
+
+    def next_flush_deadline_ms(self) -> int | None:
+        return next_flush_deadline_ms(self._unflushed_state(), config=self._config)
+
     def flush(self) -> int:
-        self._flushed_offset = self._log_end_offset
+        if self._flushed_offset < self._log_end_offset:
+            self._flushed_offset = self._log_end_offset
+            self._last_flush_ms = self._clock_ms()
         return self._flushed_offset
 
     def flush_up_to(self, offset: int) -> int:
@@ -156,9 +230,20 @@ class MemoryLog:
         if self._flushed_offset < self._log_start_offset:
             # the log start moved past durable data: nothing below it survives
             self.truncate_fully_and_start_at(self._log_start_offset)
-            return
-        self._drop_from(bisect.bisect_left(self._bases, self._flushed_offset))
-        self._log_end_offset = self._flushed_offset
+        else:
+            flushed = self._flushed_offset
+            self._drop_from(bisect.bisect_left(self._bases, flushed))
+            self._log_end_offset = flushed
+            self._model.truncate_to(flushed, flushed, now_ms=self._clock_ms())
+        self.restart()
+
+    def restart(self) -> None:
+        """What reopening does to the times the file log keeps: segment creation times and
+        the last flush time start again now (as the file log's load sets them)."""
+        now = self._clock_ms()
+        self._last_flush_ms = now
+        for segment in self._model.segments:
+            segment.created_ms = now
 
     def close(self) -> None:
         self.flush()
@@ -188,6 +273,7 @@ class MemoryLog:
             self.truncate_fully_and_start_at(self._log_start_offset)
             return
         self._drop_from(cut_at)
+        self._model.truncate_to(offset, new_end, now_ms=self._clock_ms())
         self._log_end_offset = new_end
         self._flushed_offset = new_end
 
@@ -197,6 +283,7 @@ class MemoryLog:
         self._batches.clear()
         self._bases.clear()
         self._epochs.clear()
+        self._model.start_at(offset, now_ms=self._clock_ms())
         self._log_start_offset = self._log_end_offset = self._flushed_offset = offset
 
     def truncate_to_latest_snapshot(self) -> bool:
@@ -220,6 +307,10 @@ class MemoryLog:
             )
         if offset <= self._log_start_offset:
             return
+        self._set_log_start(offset)
+        self._model.delete_oldest(self._model.below(offset), now_ms=self._clock_ms())
+
+    def _set_log_start(self, offset: int) -> None:
         self._log_start_offset = offset
         self._epochs.truncate_from_start(offset)
         # no epoch may start at the log end (recovery could not tell it from a lost append)
@@ -229,6 +320,48 @@ class MemoryLog:
             keep += 1
         del self._batches[:keep]
         del self._bases[:keep]
+
+    def maybe_increment_log_start_offset(self, offset: int, *, high_watermark: int) -> bool:
+        """See ``FileLog.maybe_increment_log_start_offset``."""
+        if offset > high_watermark:
+            raise OffsetOutOfRangeError(
+                f"cannot increment the log start offset to {offset}: it is above the high "
+                f"watermark {high_watermark}"
+            )
+        if offset <= self._log_start_offset:
+            return False
+        self.advance_log_start_offset(offset)
+        return True
+
+    def _delete_expired(self, count: int) -> int:
+        if count:
+            new_start = self._model.delete_oldest(count, now_ms=self._clock_ms())
+            if new_start > self._log_start_offset:
+                self._set_log_start(new_start)
+        return count
+
+    def maybe_apply_retention(self, now_ms: int, *, max_deletable_offset: int) -> int:
+        """See ``FileLog.maybe_apply_retention``."""
+        model, limit = self._model, max_deletable_offset
+        deleted = self._delete_expired(
+            model.time_breached(now_ms=now_ms, high_watermark=limit, include_active=False)
+        )
+        return deleted + self._delete_expired(
+            model.size_breached(high_watermark=limit, include_active=False)
+        )
+
+    def delete_old_segments(self, now_ms: int, *, high_watermark: int) -> int:
+        """See ``FileLog.delete_old_segments``."""
+        model = self._model
+        deleted = self._delete_expired(
+            model.start_breached(
+                log_start_offset=self._log_start_offset, high_watermark=high_watermark
+            )
+        )
+        deleted += self._delete_expired(model.size_breached(high_watermark=high_watermark))
+        return deleted + self._delete_expired(
+            model.time_breached(now_ms=now_ms, high_watermark=high_watermark)
+        )
 
     # -- snapshots ------------------------------------------------------------
 

@@ -12,11 +12,17 @@ from the log itself, so the index file never needs an fsync of its own).
 from __future__ import annotations
 
 import bisect
-import os
 import struct
 from array import array
 from pathlib import Path
 from typing import Final
+
+from quorum.log.index_file import (
+    read_index_file,
+    replace_index_file,
+    truncate_index_file,
+    write_index_tail,
+)
 
 __all__ = ["ENTRY_SIZE", "OffsetIndex"]
 
@@ -67,8 +73,12 @@ class OffsetIndex:
         del self._positions[keep:]
         if self._persisted > keep:
             self._persisted = keep
-            with open(self.path, "r+b") as file:
-                file.truncate(keep * ENTRY_SIZE)
+            truncate_index_file(self.path, keep * ENTRY_SIZE)
+
+    @property
+    def last_position(self) -> int:
+        """The position of the last entry (0 when there is none)."""
+        return self._positions[-1] if self._positions else 0
 
     def to_bytes(self) -> bytes:
         return b"".join(
@@ -84,33 +94,20 @@ class OffsetIndex:
             _ENTRY.pack(self._relative[i], self._positions[i])
             for i in range(self._persisted, count)
         )
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
-            os.pwrite(fd, tail, self._persisted * ENTRY_SIZE)
-        finally:
-            os.close(fd)
+        write_index_tail(self.path, tail, self._persisted * ENTRY_SIZE)
         self._persisted = count
 
     def replace_file_if_stale(self) -> bool:
         """Make the file hold exactly the in-memory entries; True if it had to change."""
-        wanted = self.to_bytes()
-        try:
-            current = self.path.read_bytes()
-        except FileNotFoundError:
-            current = None
-        if current != wanted:
-            self.path.write_bytes(wanted)
+        changed = replace_index_file(self.path, self.to_bytes())
         self._persisted = len(self._relative)
-        return current != wanted
+        return changed
 
     @classmethod
     def load(cls, path: Path, base_offset: int, segment_size: int) -> OffsetIndex | None:
         """Read an index file; None if it is missing or not plausible for the segment."""
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        if len(data) % ENTRY_SIZE:
+        data = read_index_file(path)
+        if data is None or len(data) % ENTRY_SIZE:
             return None
         index = cls(path, base_offset)
         for rel, pos in _ENTRY.iter_unpack(data):

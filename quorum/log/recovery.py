@@ -1,28 +1,46 @@
 """Open a partition directory: validate segments, cut a torn tail, rebuild state.
 
-Rules (the file log syncs a segment before it rolls to the next one, so only
-the last segment can hold writes that never reached the disk):
+Which segments may hold writes that never reached the disk depends on who
+keeps the log (``OpenMode``):
 
-* The last segment is scanned from its start; each batch must have a sane
-  header, a matching CRC-32C, offsets that continue the log, and an epoch that
-  is not negative and agrees with ``leader-epoch-checkpoint`` (the epoch field
-  is outside the CRC; the checkpoint is written before the batches of a new
+* The metadata log syncs a segment before it rolls to the next one, so only
+  the last segment can be torn.
+* A data partition of a broker log directory syncs when its flush policy says
+  so (``quorum.log.flush_policy``); its recovery point (from the log
+  directory's ``recovery-point-offset-checkpoint``) is the offset below which
+  everything was synced, so every segment from the one holding the recovery
+  point on may be torn (Kafka's ``LogLoader.recoverLog``).  After a clean
+  shutdown (the log directory's marker) nothing is read at all: the last
+  segment's end comes from its index file and the headers after its last
+  entry.
+
+Rules for the segments that may be torn:
+
+* Each is scanned from its start; each batch must have a sane header, a
+  matching CRC-32C, offsets that continue the log, and an epoch that is not
+  negative and agrees with ``leader-epoch-checkpoint`` (the epoch field is
+  outside the CRC; the checkpoint is written before the batches of a new
   epoch, so every durable batch's epoch is in it).  The first bad or
   incomplete batch and everything after it are cut off (the file is
-  truncated), with a warning on logger ``quorum.log`` saying how many bytes
-  were dropped.
-* Earlier segments are scanned the same way when
-  ``LogConfig.verify_closed_segments_on_open`` is set (the default); any
-  problem there, or a gap between segments, raises ``LogCorruptionError``
-  naming the file and byte position.  Otherwise they are trusted as they are.
-* The offset index of every scanned segment is rebuilt from its batches.
+  truncated, later segments are deleted), with a warning on logger
+  ``quorum.log`` saying how many bytes were dropped.  A segment that ends
+  before the next one begins is cut the same way.
+
+Segments before them are scanned the same way when
+``LogConfig.verify_closed_segments_on_open`` is set (the default); any
+problem there, or a gap between segments, raises ``LogCorruptionError``
+naming the file and byte position.  Otherwise they are trusted as they are
+and their index files are read when first needed.
+
+* The indexes (offset and time) of every scanned segment are rebuilt from its
+  batches.
 * The leader-epoch cache is the checkpoint minus entries at or beyond the
   recovered log end offset.  A missing or malformed checkpoint is reported
   and rebuilt from the batches (an epoch that no remaining batch carries, say
   one kept only for the log start offset, is then lost).
-* The log start offset is ``max(log-start-offset-checkpoint, first segment's
-  base offset)``; if that is past the recovered log end (the start moved
-  ahead of data that was never synced) the log restarts empty there.
+* The log start offset is ``max(checkpointed log start, first segment's base
+  offset)``; if that is past the recovered log end (the start moved ahead of
+  data that was never synced) the log restarts empty there.
 """
 
 from __future__ import annotations
@@ -38,8 +56,8 @@ import attrs
 from quorum.log.batch_scan import BatchInfo, EpochLookup, scan_batches
 from quorum.log.config import LogConfig
 from quorum.log.epoch_cache import EpochCache
+from quorum.log.file_cache import OpenFiles
 from quorum.log.fileio import fsync_dir, read_checkpoint, write_checkpoint
-from quorum.log.offset_index import OffsetIndex
 from quorum.log.segment import Segment
 from quorum.wire.batch import batch_size_at
 
@@ -47,6 +65,7 @@ __all__ = [
     "EPOCH_CHECKPOINT",
     "LOG_START_CHECKPOINT",
     "FileScan",
+    "OpenMode",
     "RecoveredLog",
     "recover",
     "scan_segment_file",
@@ -59,6 +78,34 @@ _SEGMENT_NAME: Final = re.compile(r"^\d{20}\.log$")
 _CHUNK_BYTES: Final = 1 << 20
 
 logger = logging.getLogger("quorum.log")
+
+
+@attrs.frozen(kw_only=True)
+class OpenMode:
+    """Who keeps the log: the metadata log (the default) or a data partition.
+
+    A data partition's log start offset and recovery point come from its log
+    directory's checkpoints (``quorum.log.log_dir``; a partition they do not
+    list starts at 0 and is recovered from 0), and ``clean_shutdown`` from the
+    directory's marker.  The metadata log keeps its log start offset in its own
+    ``log-start-offset-checkpoint`` and only its last segment can be torn.
+    """
+
+    data_partition: bool = False
+    log_start_offset: int | None = None
+    recovery_point: int = 0
+    clean_shutdown: bool = False
+
+    @classmethod
+    def for_data_partition(
+        cls, *, log_start_offset: int | None, recovery_point: int, clean_shutdown: bool
+    ) -> OpenMode:
+        return cls(
+            data_partition=True,
+            log_start_offset=log_start_offset,
+            recovery_point=recovery_point,
+            clean_shutdown=clean_shutdown,
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -76,6 +123,8 @@ class RecoveredLog:
     segments: list[Segment]
     log_start_offset: int
     epochs: EpochCache
+    # where recovery after the next unclean shutdown must start checking
+    recovery_point: int
 
 
 def scan_segment_file(
@@ -85,7 +134,7 @@ def scan_segment_file(
     epoch_at: EpochLookup | None = None,
 ) -> FileScan:
     """Validate the batches of a segment file in chunks, from its first byte."""
-    size = os.fstat(segment.fd).st_size if file_size is None else file_size
+    size = segment.file_size() if file_size is None else file_size
     batches: list[BatchInfo] = []
     position = 0
     expected = segment.base_offset
@@ -124,13 +173,16 @@ def _remove_leftovers(directory: Path) -> None:
     for path in directory.glob("*.tmp"):
         logger.info("removing unfinished temporary file %s", path)
         path.unlink()
-    for path in directory.glob("*.index"):
-        if not path.with_suffix(".log").exists():
-            path.unlink()
+    for pattern in ("*.index", "*.timeindex"):
+        for path in directory.glob(pattern):
+            if not path.with_suffix(".log").exists():
+                path.unlink()
 
 
 def _segment_bases(directory: Path) -> list[int]:
-    return sorted(int(p.name[:20]) for p in directory.iterdir() if _SEGMENT_NAME.match(p.name))
+    return sorted(
+        int(entry.name[:20]) for entry in os.scandir(directory) if _SEGMENT_NAME.match(entry.name)
+    )
 
 
 def _read_log_start(directory: Path) -> int | None:
@@ -172,37 +224,14 @@ def _read_epochs(directory: Path) -> EpochCache | None:
         return None
 
 
-def _recover_tail(segment: Segment, epoch_at: EpochLookup | None) -> FileScan:
-    scan = scan_segment_file(segment, epoch_at=epoch_at)
-    if scan.error is not None:
-        dropped = scan.file_size - scan.valid_size
-        logger.warning(
-            "%s: %s; cutting the log there and dropping %d bytes",
-            segment.log_path,
-            scan.error,
-            dropped,
-        )
-        os.ftruncate(segment.fd, scan.valid_size)
-        os.fsync(segment.fd)
-    return scan
-
-
-def _recover_closed(
-    segment: Segment,
-    following: Segment,
-    config: LogConfig,
-    epoch_at: EpochLookup | None,
-) -> FileScan | None:
-    """Scan (or trust) a segment that is not the last; raises on corruption."""
-    if not config.verify_closed_segments_on_open:
-        index = OffsetIndex.load(segment.index_path, segment.base_offset, segment.size)
-        if index is not None:
-            segment.adopt_unverified(next_offset=following.base_offset, index=index)
-            return None
-    scan = scan_segment_file(segment, epoch_at=epoch_at)
-    if scan.error is not None:
-        raise segment.corruption(scan.valid_size, scan.error)
-    return scan
+def _cut(segment: Segment, scan: FileScan) -> None:
+    logger.warning(
+        "%s: %s; cutting the log there and dropping %d bytes",
+        segment.log_path,
+        scan.error,
+        scan.file_size - scan.valid_size,
+    )
+    segment.cut_file(scan.valid_size)
 
 
 def _check_contiguous(previous: Segment, segment: Segment) -> None:
@@ -214,42 +243,102 @@ def _check_contiguous(previous: Segment, segment: Segment) -> None:
         )
 
 
+def _first_unflushed(segments: list[Segment], mode: OpenMode) -> int:
+    """Index of the first segment that may hold writes that never reached the disk."""
+    if not mode.data_partition:
+        return len(segments) - 1
+    found = 0
+    for i, segment in enumerate(segments):
+        if segment.base_offset <= mode.recovery_point:
+            found = i
+    return found
+
+
+def _recover_unflushed(
+    segments: list[Segment], first: int, epoch_at: EpochLookup | None
+) -> tuple[list[BatchInfo], list[Segment]]:
+    """Scan segments ``first..`` and cut at the first torn batch; returns the batches and
+    the segments to delete (everything after a cut)."""
+    scanned: list[BatchInfo] = []
+    for i in range(first, len(segments)):
+        segment = segments[i]
+        scan = scan_segment_file(segment, epoch_at=epoch_at)
+        following = segments[i + 1] if i + 1 < len(segments) else None
+        if scan.error is not None:
+            _cut(segment, scan)
+        segment.adopt_scanned(scan.batches, scan.valid_size)
+        scanned.extend(scan.batches)
+        gap = following is not None and following.base_offset != segment.next_offset
+        if gap and scan.error is None:
+            logger.warning(
+                "%s ends at offset %d but the next segment starts at %d; cutting the log there",
+                segment.log_path,
+                segment.next_offset,
+                following.base_offset if following else -1,
+            )
+        if scan.error is not None or gap:
+            return scanned, segments[i + 1 :]
+    return scanned, []
+
+
 def _open_segments(
-    directory: Path, config: LogConfig, checkpointed: EpochCache | None
+    directory: Path,
+    config: LogConfig,
+    mode: OpenMode,
+    files: OpenFiles,
+    now_ms: int,
+    checkpointed: EpochCache | None,
 ) -> tuple[list[Segment], list[BatchInfo], bool]:
-    """Open and recover every segment; also returns the scanned batches, in order."""
+    """Open and recover every segment; also the scanned batches and whether all were."""
     epoch_at = checkpointed.epoch_at if checkpointed is not None else None
     segments = [
-        Segment(directory, base, index_interval_bytes=config.index_interval_bytes)
+        Segment(directory, base, config=config, files=files, created_ms=now_ms)
         for base in _segment_bases(directory)
     ]
-    scanned: list[BatchInfo] = []
-    complete = True
+    if not segments:
+        return segments, [], True
     try:
-        for i, segment in enumerate(segments):
-            last = i == len(segments) - 1
-            if last:
-                scan: FileScan | None = _recover_tail(segment, epoch_at)
-            else:
-                scan = _recover_closed(segment, segments[i + 1], config, epoch_at)
-            if scan is None:
-                complete = False
-            else:
+        if mode.clean_shutdown and mode.data_partition:
+            for i, segment in enumerate(segments[:-1]):
+                segment.adopt_trusted(next_offset=segments[i + 1].base_offset)
+            segments[-1].adopt_cleanly_closed()
+            return segments, [], False
+        first = _first_unflushed(segments, mode)
+        scanned: list[BatchInfo] = []
+        complete = True
+        for i in range(first):
+            segment = segments[i]
+            if config.verify_closed_segments_on_open:
+                scan = scan_segment_file(segment, epoch_at=epoch_at)
+                if scan.error is not None:
+                    raise segment.corruption(scan.valid_size, scan.error)
                 segment.adopt_scanned(scan.batches, scan.valid_size)
-                segment.index.replace_file_if_stale()
                 scanned.extend(scan.batches)
-            if i > 0:
-                _check_contiguous(segments[i - 1], segment)
+                if i > 0:
+                    _check_contiguous(segments[i - 1], segment)
+            else:
+                segment.adopt_trusted(next_offset=segments[i + 1].base_offset)
+                complete = False
+        tail, doomed = _recover_unflushed(segments, first, epoch_at)
+        if first > 0:
+            _check_contiguous(segments[first - 1], segments[first])
+        scanned.extend(tail)
     except BaseException:
         for segment in segments:
             segment.close()
         raise
-    return segments, scanned, complete
+    for segment in doomed:
+        segment.delete()
+    if doomed:
+        fsync_dir(directory)
+    return segments[: len(segments) - len(doomed)], scanned, complete
 
 
-def _create_segment(directory: Path, base_offset: int, config: LogConfig) -> Segment:
+def _create_segment(
+    directory: Path, base_offset: int, config: LogConfig, files: OpenFiles, now_ms: int
+) -> Segment:
     segment = Segment(
-        directory, base_offset, index_interval_bytes=config.index_interval_bytes, create=True
+        directory, base_offset, config=config, files=files, created_ms=now_ms, create=True
     )
     fsync_dir(directory)
     return segment
@@ -280,15 +369,22 @@ def _recover_epochs(
     return rebuilt
 
 
-def recover(directory: Path, config: LogConfig) -> RecoveredLog:
+def recover(
+    directory: Path, config: LogConfig, mode: OpenMode, *, files: OpenFiles, now_ms: int
+) -> RecoveredLog:
     """Bring a partition directory to a consistent state and describe it."""
     directory.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(directory)
-    checkpoint_start = _read_log_start(directory)
+    own_file = not mode.data_partition
+    checkpoint_start = _read_log_start(directory) if own_file else mode.log_start_offset
     checkpointed = _read_epochs(directory)
-    segments, scanned, complete = _open_segments(directory, config, checkpointed)
-    if not segments:
-        segments = [_create_segment(directory, checkpoint_start or 0, config)]
+    segments, scanned, complete = _open_segments(
+        directory, config, mode, files, now_ms, checkpointed
+    )
+    # a log created empty here has nothing unsynced
+    created = not segments
+    if created:
+        segments = [_create_segment(directory, checkpoint_start or 0, config, files, now_ms)]
     log_end = segments[-1].next_offset
     log_start = max(checkpoint_start or 0, segments[0].base_offset)
     epochs = _recover_epochs(checkpointed, segments, scanned, complete)
@@ -303,15 +399,21 @@ def recover(directory: Path, config: LogConfig) -> RecoveredLog:
         )
         for segment in segments:
             segment.delete()
-        segments = [_create_segment(directory, log_start, config)]
+        segments = [_create_segment(directory, log_start, config, files, now_ms)]
+        created = True
         epochs.clear()
     epochs.truncate_from_start(log_start)
     epochs.truncate_from_end(segments[-1].next_offset)
     if read_checkpoint_rows(directory) != epochs.to_rows():
         write_checkpoint(directory / EPOCH_CHECKPOINT, epochs.to_rows())
-    if checkpoint_start != log_start:
+    if own_file and checkpoint_start != log_start:
         write_log_start_offset(directory, log_start)
-    return RecoveredLog(segments=segments, log_start_offset=log_start, epochs=epochs)
+    log_end = segments[-1].next_offset
+    clean = mode.clean_shutdown and mode.data_partition
+    recovery_point = log_end if clean or created else min(mode.recovery_point, log_end)
+    return RecoveredLog(
+        segments=segments, log_start_offset=log_start, epochs=epochs, recovery_point=recovery_point
+    )
 
 
 def read_checkpoint_rows(directory: Path) -> list[tuple[int, ...]] | None:

@@ -97,6 +97,17 @@ KAFKA_DEFAULTS = {
     "initial_broker_registration_timeout_ms": 60000,
     "log_flush_interval_messages": 2**63 - 1,
     "log_flush_interval_ms": None,
+    "log_flush_ms": 2**63 - 1,
+    "log_flush_scheduler_interval_ms": 2**63 - 1,
+    "log_flush_offset_checkpoint_interval_ms": 60000,
+    "log_flush_start_offset_checkpoint_interval_ms": 60000,
+    "log_roll_ms": 7 * 24 * 3600 * 1000,
+    "log_roll_jitter_ms": 0,
+    "log_index_size_max_bytes": 10 * 1024 * 1024,
+    "log_index_interval_bytes": 4096,
+    "num_recovery_threads_per_data_dir": 1,
+    # not a Kafka key: Kafka holds every segment open
+    "log_max_open_files": 1000,
     "broker_rack": None,
     "inter_broker_listener_name": "PLAINTEXT",
 }
@@ -370,6 +381,20 @@ def test_retention_ms_takes_ms_then_minutes_then_hours() -> None:
     assert config_of(CONTROLLER, log_retention_ms="5", log_retention_minutes="3")\
         .log_retention_ms == 5
     assert config_of(CONTROLLER, log_retention_ms="-7").log_retention_ms == -1
+
+
+def test_roll_time_and_jitter_take_ms_then_hours() -> None:
+    assert config_of(CONTROLLER, log_roll_hours="2").log_roll_ms == 7_200_000
+    assert config_of(CONTROLLER, log_roll_ms="500", log_roll_hours="2").log_roll_ms == 500
+    assert config_of(CONTROLLER, log_roll_jitter_hours="1").log_roll_jitter_ms == 3_600_000
+    assert config_of(CONTROLLER, log_roll_jitter_ms="9").log_roll_jitter_ms == 9
+    assert error_of(CONTROLLER, log_roll_ms="0").keys == ("log.roll.ms",)
+    assert error_of(CONTROLLER, log_roll_hours="0").keys == ("log.roll.hours",)
+
+
+def test_flush_ms_falls_back_to_the_flush_scheduler_interval() -> None:
+    assert config_of(CONTROLLER, log_flush_interval_ms="250").log_flush_ms == 250
+    assert config_of(CONTROLLER, log_flush_scheduler_interval_ms="900").log_flush_ms == 900
 
 
 def test_controller_listener_names_map_to_plaintext_only_when_the_map_is_unset() -> None:

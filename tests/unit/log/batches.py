@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from quorum.wire.batch import iter_batch_headers
-from quorum.wire.records import build_batch_from_values
+from quorum.wire.records import Record, build_batch, build_batch_from_values
 
-__all__ = ["batch_offsets", "make_batch", "run_of_batches"]
+__all__ = ["batch_offsets", "make_batch", "make_timed_batch", "run_of_batches"]
 
 
 def make_batch(
@@ -26,6 +26,20 @@ def make_batch(
     ]
     return build_batch_from_values(
         values, base_offset=base_offset, partition_leader_epoch=epoch, timestamp=timestamp
+    )
+
+
+def make_timed_batch(
+    timestamps: Sequence[int], *, base_offset: int = 0, epoch: int = -1, tag: int = 0
+) -> bytes:
+    """A valid v2 batch with one record per timestamp (CreateTime, in that order)."""
+    base = min(timestamps)
+    records = [
+        Record(offset_delta=i, timestamp_delta=ts - base, value=f"{tag}:{i}".encode())
+        for i, ts in enumerate(timestamps)
+    ]
+    return build_batch(
+        records, base_offset=base_offset, partition_leader_epoch=epoch, base_timestamp=base
     )
 
 

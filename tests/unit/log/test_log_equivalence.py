@@ -3,7 +3,16 @@
 A Hypothesis state machine runs one random sequence of operations against
 both (tiny segments so rolls happen constantly, reopen and crash included) and
 compares, after every step, what a caller can see: offsets, epochs, the epoch
-lookup, snapshots and the bytes a full read returns.
+lookup, snapshots, the bytes a full read returns, ListOffsets by timestamp,
+and where segments begin and end (the memory log models them).  A controlled
+clock drives rolls by time (``segment.ms``), retention by time and the flush
+policy; records carry timestamps that go back and forth.
+
+Two keepers: the metadata log (rolls sync, the tail is recovered) and a data
+partition (rolls do not sync, the flush policy decides, the log directory
+checkpoints the log start and recovery point, the log opens lazily and a clean
+shutdown skips recovery).  A small bound on open files makes segments close
+and reopen all the time.
 """
 
 from __future__ import annotations
@@ -26,13 +35,26 @@ from quorum.log import (
     MemoryLog,
     OffsetAndEpoch,
     OffsetOutOfRangeError,
+    OpenFiles,
+    OpenMode,
 )
 from quorum.log.protocol import ReadResult, ReplicatedLog
 
-from .batches import make_batch, run_of_batches
+from .batches import make_timed_batch
 
-CONFIG = LogConfig(segment_bytes=400, index_interval_bytes=90)
+CONFIG = LogConfig(
+    segment_bytes=300,
+    index_interval_bytes=90,
+    segment_ms=3_000,
+    retention_ms=20_000,
+    retention_bytes=500,
+)
+DATA_CONFIG = attrs.evolve(
+    CONFIG, flush_messages=9, flush_ms=2_000, verify_closed_segments_on_open=False
+)
 counts = st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=3)
+# record timestamps around the clock: back, forth and ahead
+skews = st.integers(min_value=-25_000, max_value=4_000)
 
 
 def outcome(call: object) -> object:
@@ -55,6 +77,13 @@ def read_everything(log: ReplicatedLog) -> bytes:
     return b"".join(chunks)
 
 
+def file_segments(log: FileLog) -> list[tuple[int, int, int, int]]:
+    return [
+        (s.base_offset, s.next_offset, s.size, s.max_timestamp_so_far.timestamp)
+        for s in log.segments
+    ]
+
+
 def cut_unflushed_tail(log: FileLog) -> None:
     """What the disk holds after a kill: the active segment up to the flushed offset."""
     tail = log.segments[-1]
@@ -66,6 +95,27 @@ def cut_unflushed_tail(log: FileLog) -> None:
         file.truncate(keep)
 
 
+def cut_unflushed_data(log: FileLog) -> None:
+    """A data partition after a kill: nothing at or above the flushed offset survives
+    (segments created after it vanish, the one holding it is cut there)."""
+    flushed = log.flushed_offset
+    cuts = []
+    for segment in log.segments:
+        if segment.base_offset > flushed:
+            cuts.append((segment.log_path, None))
+        elif segment.next_offset > flushed:
+            keep = next(pos for pos, base, _, _ in segment.iter_headers() if base >= flushed)
+            cuts.append((segment.log_path, keep))
+    log.abandon()
+    for path, keep in cuts:
+        if keep is None:
+            for suffix in (".log", ".index", ".timeindex"):
+                path.with_suffix(suffix).unlink(missing_ok=True)
+        else:
+            with open(path, "r+b") as file:
+                file.truncate(keep)
+
+
 class SameObservableLog(RuleBasedStateMachine):
     config = CONFIG
 
@@ -73,10 +123,19 @@ class SameObservableLog(RuleBasedStateMachine):
         super().__init__()
         self.root = Path(tempfile.mkdtemp(prefix="log-equivalence-"))
         self.directory = self.root / "t-0"
-        self.file = FileLog(self.directory, self.config)
-        self.memory = MemoryLog(self.config)
+        self.now = 1_000_000
+        self.files = OpenFiles(max_open=3)
+        self.file = self.open_file()
+        self.memory = MemoryLog(self.config, clock_ms=self.clock)
         self.epoch = 1
         self.tag = 0
+        self.seen_timestamps = [self.now]
+
+    def clock(self) -> int:
+        return self.now
+
+    def open_file(self) -> FileLog:
+        return FileLog(self.directory, self.config, files=self.files, clock_ms=self.clock)
 
     def teardown(self) -> None:
         self.file.close()
@@ -88,23 +147,54 @@ class SameObservableLog(RuleBasedStateMachine):
         assert got_file == got_memory, (name, args, got_file, got_memory)
         return got_file
 
-    @rule(sizes=counts, bump=st.integers(min_value=-1, max_value=2))
-    def append_as_leader(self, sizes: list[int], bump: int) -> None:
+    def timestamps(self, data: st.DataObject, count: int) -> list[int]:
+        drawn = [self.now + data.draw(skews) for _ in range(count)]
+        self.seen_timestamps.extend(drawn)
+        return drawn
+
+    @rule(data=st.data(), sizes=counts, bump=st.integers(min_value=-1, max_value=2))
+    def append_as_leader(self, data: st.DataObject, sizes: list[int], bump: int) -> None:
         epoch = max(self.epoch + bump, 0)
         self.tag += 1
-        data = b"".join(make_batch(n, tag=self.tag * 10 + i) for i, n in enumerate(sizes))
-        got = self.both("append", data, epoch=epoch)
+        batches = b"".join(
+            make_timed_batch(self.timestamps(data, n), tag=self.tag * 10 + i)
+            for i, n in enumerate(sizes)
+        )
+        got = self.both("append", batches, epoch=epoch)
         if got is not InvalidAppendError:
             self.epoch = max(self.epoch, epoch)
 
-    @rule(sizes=counts, shift=st.sampled_from([0, 0, 0, -1, 1]), bump=st.integers(-1, 1))
-    def append_as_follower(self, sizes: list[int], shift: int, bump: int) -> None:
+    @rule(data=st.data(), appends=st.lists(counts, min_size=2, max_size=5))
+    def fill(self, data: st.DataObject, appends: list[list[int]]) -> None:
+        """Several leader appends in the current epoch, the clock moving between them."""
+        for sizes in appends:
+            self.tag += 1
+            batches = b"".join(
+                make_timed_batch(self.timestamps(data, n), tag=self.tag * 10 + i)
+                for i, n in enumerate(sizes)
+            )
+            self.both("append", batches, epoch=self.epoch)
+            self.now += data.draw(st.integers(min_value=0, max_value=3_000))
+
+    @rule(data=st.data(), sizes=counts, shift=st.sampled_from([0, 0, 0, -1, 1]), bump=st.integers(-1, 1))
+    def append_as_follower(self, data: st.DataObject, sizes: list[int], shift: int, bump: int) -> None:
         epoch = max(self.epoch + bump, 0)
         self.tag += 1
-        start = max(self.memory.log_end_offset + shift, 0)
-        data = run_of_batches(sizes, start_offset=start, epochs=[epoch] * len(sizes), tag=self.tag)
-        if self.both("append_as_follower", data) is not InvalidAppendError:
+        offset = max(self.memory.log_end_offset + shift, 0)
+        parts = []
+        for i, n in enumerate(sizes):
+            parts.append(
+                make_timed_batch(
+                    self.timestamps(data, n), base_offset=offset, epoch=epoch, tag=self.tag * 10 + i
+                )
+            )
+            offset += n
+        if self.both("append_as_follower", b"".join(parts)) is not InvalidAppendError:
             self.epoch = max(self.epoch, epoch)
+
+    @rule(ms=st.integers(min_value=0, max_value=8_000))
+    def advance_clock(self, ms: int) -> None:
+        self.now += ms
 
     @rule(data=st.data(), max_bytes=st.integers(min_value=0, max_value=600))
     def read(self, data: st.DataObject, max_bytes: int) -> None:
@@ -123,6 +213,15 @@ class SameObservableLog(RuleBasedStateMachine):
         assert bool(file_bytes) == bool(memory_bytes)
         assert got_file.base_offset == got_memory.base_offset
 
+    @rule(data=st.data(), delta=st.integers(min_value=-2, max_value=2))
+    def offset_for_timestamp(self, data: st.DataObject, delta: int) -> None:
+        near = data.draw(st.sampled_from(self.seen_timestamps[-40:]))
+        self.both("offset_for_timestamp", near + delta)
+
+    @rule()
+    def max_timestamp(self) -> None:
+        self.both("max_timestamp")
+
     @rule(data=st.data())
     def truncate(self, data: st.DataObject) -> None:
         low, high = self.memory.log_start_offset, self.memory.log_end_offset
@@ -136,20 +235,40 @@ class SameObservableLog(RuleBasedStateMachine):
 
     @rule()
     def roll(self) -> None:
-        self.file.roll()
+        self.both("roll")
+
+    @rule(data=st.data())
+    def delete_old_segments(self, data: st.DataObject) -> None:
+        low, high = self.memory.log_start_offset, self.memory.log_end_offset
+        high_watermark = data.draw(st.integers(min_value=low, max_value=high))
+        self.both("delete_old_segments", self.now, high_watermark=high_watermark)
+
+    @rule(data=st.data())
+    def metadata_retention(self, data: st.DataObject) -> None:
+        low, high = self.memory.log_start_offset, self.memory.log_end_offset
+        limit = data.draw(st.integers(min_value=low, max_value=high))
+        self.both("maybe_apply_retention", self.now, max_deletable_offset=limit)
+
+    @rule(data=st.data())
+    def delete_records(self, data: st.DataObject) -> None:
+        low, high = self.memory.log_start_offset, self.memory.log_end_offset
+        high_watermark = data.draw(st.integers(min_value=low, max_value=high))
+        offset = data.draw(st.integers(min_value=max(low - 1, 0), max_value=high_watermark + 1))
+        self.both("maybe_increment_log_start_offset", offset, high_watermark=high_watermark)
 
     @rule()
     def reopen(self) -> None:
         self.file.close()
         self.memory.flush()
-        self.file = FileLog(self.directory, self.config)
+        self.memory.restart()
+        self.file = self.open_file()
 
     @precondition(lambda self: self.file.flushed_offset == self.memory.flushed_offset)
     @rule()
     def crash(self) -> None:
         cut_unflushed_tail(self.file)
         self.memory.crash()
-        self.file = FileLog(self.directory, self.config)
+        self.file = self.open_file()
 
     @rule(data=st.data())
     def advance_log_start(self, data: st.DataObject) -> None:
@@ -189,10 +308,18 @@ class SameObservableLog(RuleBasedStateMachine):
         assert file.snapshot_ids() == memory.snapshot_ids()
         assert read_everything(file) == read_everything(memory)
 
+    @invariant()
+    def segments_begin_and_end_at_the_same_offsets(self) -> None:
+        assert file_segments(self.file) == self.memory.segment_summary()
+
+    @invariant()
+    def the_open_files_stay_within_their_bound(self) -> None:
+        assert self.files.open_count <= self.files.max_open
+
 
 SameObservableLog.TestCase.settings = settings(
     max_examples=int(os.environ.get("LOG_EQUIVALENCE_EXAMPLES", "60")),
-    stateful_step_count=30,
+    stateful_step_count=40,
     deadline=None,
 )
 test_file_and_memory_logs_are_observably_the_same = SameObservableLog.TestCase
@@ -206,7 +333,73 @@ class SameObservableTrustingLog(SameObservableLog):
 
 SameObservableTrustingLog.TestCase.settings = settings(
     max_examples=int(os.environ.get("LOG_EQUIVALENCE_EXAMPLES", "30")),
-    stateful_step_count=30,
+    stateful_step_count=40,
     deadline=None,
 )
 test_a_trusting_file_log_is_observably_the_same = SameObservableTrustingLog.TestCase
+
+
+class SameObservableDataPartition(SameObservableLog):
+    """A data partition's file log against the memory log: the flush policy agrees too."""
+
+    config = DATA_CONFIG
+    clean_shutdown = False
+    log_start_checkpoint: int | None = None
+    recovery_point_checkpoint = 0
+
+    def open_file(self) -> FileLog:
+        mode = OpenMode.for_data_partition(
+            log_start_offset=self.log_start_checkpoint,
+            recovery_point=self.recovery_point_checkpoint,
+            clean_shutdown=self.clean_shutdown,
+        )
+        return FileLog(
+            self.directory,
+            self.config,
+            mode=mode,
+            files=self.files,
+            clock_ms=self.clock,
+            lazy=True,
+        )
+
+    def remember_checkpoints(self) -> None:
+        """What the log directory writes at a clean close (or last checkpointed)."""
+        checkpointed = self.file.offsets_to_checkpoint()
+        self.log_start_checkpoint = checkpointed.log_start_offset
+        self.recovery_point_checkpoint = checkpointed.recovery_point
+
+    @rule()
+    def reopen(self) -> None:
+        self.file.close()
+        self.remember_checkpoints()
+        self.clean_shutdown = True
+        self.memory.flush()
+        self.memory.restart()
+        self.file = self.open_file()
+        assert not self.file.is_loaded and not self.file.needs_recovery
+
+    @rule()
+    def crash(self) -> None:
+        self.remember_checkpoints()
+        cut_unflushed_data(self.file)
+        self.clean_shutdown = False
+        self.memory.crash()
+        self.file = self.open_file()
+        assert not self.file.is_loaded and self.file.needs_recovery
+
+    @invariant()
+    def the_flush_policy_agrees(self) -> None:
+        assert self.file.flush_due(self.now) == self.memory.flush_due(self.now)
+        assert self.file.next_flush_deadline_ms() == self.memory.next_flush_deadline_ms()
+
+    @invariant()
+    def the_recovery_point_is_the_flushed_offset(self) -> None:
+        assert self.file.recovery_point == self.memory.recovery_point
+
+
+SameObservableDataPartition.TestCase.settings = settings(
+    max_examples=int(os.environ.get("LOG_EQUIVALENCE_EXAMPLES", "60")),
+    stateful_step_count=40,
+    deadline=None,
+)
+test_a_data_partition_file_log_is_observably_the_same = SameObservableDataPartition.TestCase

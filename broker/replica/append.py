@@ -1,0 +1,148 @@
+"""A produce to a partition leader: check the batch, stamp it, append it.
+
+Checks in Kafka's order (``ProduceRequest.validateRecords``, ``LogValidator``,
+``Partition.appendRecordsToLeader``), the first failure answers and nothing is
+appended:
+
+* exactly one whole record batch, magic 2, a length that fits the bytes, a
+  CRC-32C that matches, a known codec: else CORRUPT_MESSAGE;
+* record count equal to lastOffsetDelta + 1 and above 0, not a control
+  batch: else INVALID_RECORD; idempotent or transactional batches (a
+  producer id) are refused with INVALID_RECORD and a message until the
+  broker keeps producer state;
+* larger than the topic's ``max.message.bytes``: MESSAGE_TOO_LARGE;
+* acks=all with a committed ISR smaller than the effective min ISR:
+  NOT_ENOUGH_REPLICAS (Kafka checks the committed ISR, not the maximal one).
+
+Then, under ``message.timestamp.type=LogAppendTime``, the batch is marked
+with the append time (attributes and maxTimestamp are inside the CRC span:
+the CRC is recomputed over bytes [21, end), records untouched), and the log
+assigns offsets by rewriting the base offset and partition leader epoch in
+place. Kafka does not check records one by one for v2 batches it keeps as
+they are either, except for compacted topics and timestamp bounds (not
+here yet).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from broker.replica.partition import Partition
+from quorum.log import LogError
+from quorum.wire.batch import BATCH_HEADER_SIZE, BatchHeader, batch_size_at
+from quorum.wire.batch_checks import MIN_RECORD_BYTES, set_log_append_time
+from quorum.wire.compression import Compression
+from quorum.wire.error_codes import Errors
+from quorum.wire.errors import CorruptRecordError
+
+__all__ = ["ACKS_ALL", "AppendResult", "append_to_leader", "check_produced_batch"]
+
+ACKS_ALL = -1
+_CODECS = frozenset(int(c) for c in Compression)
+
+
+@attrs.frozen(kw_only=True)
+class AppendResult:
+    error: Errors = Errors.NONE
+    base_offset: int = -1
+    last_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+    high_watermark_moved: bool = False
+
+
+def _refused(error: Errors, message: str) -> AppendResult:
+    return AppendResult(error=error, error_message=message)
+
+
+def _is_batch_at(records: bytes | bytearray | memoryview, position: int) -> bool:
+    try:
+        BatchHeader.parse(records, position)
+    except CorruptRecordError:
+        return False
+    return True
+
+
+def check_produced_batch(
+    records: bytes | bytearray | memoryview | None, max_message_bytes: int
+) -> AppendResult | BatchHeader:
+    """The header of the one valid batch in ``records``, or the refusal."""
+    if not records:
+        return _refused(Errors.INVALID_RECORD, "a produce must carry one record batch")
+    size = batch_size_at(records, 0)
+    try:
+        header = BatchHeader.parse(records, 0)
+    except CorruptRecordError as exc:
+        return _refused(Errors.CORRUPT_MESSAGE, str(exc))
+    if size is not None and size < len(records) and _is_batch_at(records, size):
+        return _refused(
+            Errors.INVALID_RECORD, "a produce may carry exactly one record batch per partition"
+        )
+    if size != len(records):
+        return _refused(
+            Errors.CORRUPT_MESSAGE,
+            f"the record batch declares {header.size} bytes but {len(records)} were sent",
+        )
+    if not header.crc_matches(records, 0):
+        return _refused(Errors.CORRUPT_MESSAGE, "the record batch fails its CRC-32C check")
+    if header.compression not in _CODECS:
+        return _refused(Errors.CORRUPT_MESSAGE, f"unknown compression codec {header.compression}")
+    count = header.record_count
+    if count <= 0 or count != header.last_offset_delta + 1:
+        return _refused(
+            Errors.INVALID_RECORD,
+            f"record count {count} does not match lastOffsetDelta {header.last_offset_delta}",
+        )
+    if header.compression == Compression.NONE and header.size - BATCH_HEADER_SIZE < (
+        count * MIN_RECORD_BYTES
+    ):
+        return _refused(Errors.CORRUPT_MESSAGE, f"{count} records cannot fit in the batch")
+    if header.is_control:
+        return _refused(Errors.INVALID_RECORD, "clients may not write control batches")
+    if header.producer_id != -1 or header.is_transactional:
+        return _refused(
+            Errors.INVALID_RECORD,
+            "idempotent and transactional producers are not supported yet: "
+            "produce with enable.idempotence=false",
+        )
+    if header.size > max_message_bytes:
+        return _refused(
+            Errors.MESSAGE_TOO_LARGE,
+            f"the batch is {header.size} bytes, over max.message.bytes {max_message_bytes}",
+        )
+    return header
+
+
+def append_to_leader(
+    partition: Partition, records: bytes | bytearray | memoryview | None, acks: int, now_ms: int
+) -> AppendResult:
+    """Append one produced batch as leader (the caller checked ``acks``)."""
+    if not partition.is_leader:
+        return _refused(Errors.NOT_LEADER_OR_FOLLOWER, "this broker does not lead the partition")
+    checked = check_produced_batch(records, partition.config.max_message_bytes)
+    if isinstance(checked, AppendResult):
+        return checked
+    assert records is not None
+    if acks == ACKS_ALL and len(partition.isr_state.isr) < partition.effective_min_isr:
+        return _refused(
+            Errors.NOT_ENOUGH_REPLICAS,
+            f"the ISR {sorted(partition.isr_state.isr)} is smaller than min.insync.replicas "
+            f"{partition.effective_min_isr}",
+        )
+    buffer = bytearray(records)
+    append_time = -1
+    if partition.config.log_append_time:
+        append_time = now_ms
+        set_log_append_time(buffer, 0, now_ms)
+    try:
+        info = partition.log.append(buffer, epoch=partition.leader_epoch)
+    except LogError as exc:
+        return _refused(Errors.CORRUPT_MESSAGE, str(exc))
+    return AppendResult(
+        base_offset=info.first_offset,
+        last_offset=info.last_offset,
+        log_append_time_ms=append_time,
+        log_start_offset=partition.log_start_offset,
+        high_watermark_moved=partition.maybe_increment_high_watermark(now_ms),
+    )

@@ -1,0 +1,347 @@
+"""``ReplicaCore``: every partition one broker hosts, as one sans-I/O state machine.
+
+Inputs are method calls with ``now_ms`` (see the package docstring for the
+driving contract); each returns one ``ReplicaOutput``. The core owns the
+partitions (``Partition``), the fetchers that follow other leaders (one
+``ReplicaFetcher`` per source broker), the fetch session cache and the
+purgatories of waiting produces and fetches (``Producing``, ``Serving``), and
+the queue of ISR changes for the controller (``AlterPartitionQueue``). It
+reads and writes partition logs through ``LogDirectory`` and nothing else.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Hashable, Sequence
+from typing import Protocol
+
+from broker.replica.alter_partition import AlterPartitionQueue
+from broker.replica.config import ReplicaConfig, topic_config
+from broker.replica.fetcher import FetchedPartition, PartitionFetchState, ReplicaFetcher
+from broker.replica.follower import apply_fetched, fetch_position, truncate_to_diverging_epoch
+from broker.replica.output import (
+    OutboundAlterPartition,
+    OutboundFetch,
+    Outbox,
+    ReplicaOutput,
+)
+from broker.replica.partition import AssignmentOutcome, Partition
+from broker.replica.partition_table import PartitionTable
+from broker.replica.producing import Producing
+from broker.replica.serving import Serving
+from broker.replica.session_cache import FetchSessionCache
+from broker.replica_manager import PartitionAssignment, PartitionKey
+from quorum.controller.image import EMPTY_IMAGE, MetadataImage
+from quorum.log import OffsetAndEpoch, ReplicatedLog
+from quorum.wire.error_codes import Errors
+from quorum.wire.messages import AlterPartitionResponse, FetchRequest, FetchResponse, ProduceRequest
+
+__all__ = ["LogDirectory", "ReplicaCore"]
+
+
+class LogDirectory(Protocol):
+    """Where a broker's partition logs live (files in log.dirs; memory in the simulator)."""
+
+    def open_log(self, key: PartitionKey, topic: str, index: int) -> ReplicatedLog:
+        """The partition's log, created empty if it does not exist."""
+        ...
+
+    def checkpointed_high_watermark(self, key: PartitionKey) -> int:
+        """The last high watermark checkpointed for the partition (0 if none)."""
+        ...
+
+    def delete_log(self, key: PartitionKey) -> None:
+        """The broker no longer hosts the partition."""
+        ...
+
+
+class ReplicaCore:
+    def __init__(self, config: ReplicaConfig, logs: LogDirectory, rng: random.Random) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self._logs = logs
+        self._image = EMPTY_IMAGE
+        self.partitions = PartitionTable()
+        self._request_ids = itertools.count(1)
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self.producing = Producing(self.partitions.by_name, self.partitions.get)
+        self.serving = Serving(
+            self.partitions.by_name,
+            FetchSessionCache(config.max_incremental_fetch_session_cache_slots, rng),
+        )
+        self.alter_partitions = AlterPartitionQueue(
+            self.broker_id, config.alter_partition_retry_backoff_ms
+        )
+        self._next_isr_check_ms: int | None = None
+
+    # -- views ---------------------------------------------------------------------------
+
+    @property
+    def broker_epoch(self) -> int:
+        registration = self._image.broker(self.broker_id)
+        return -1 if registration is None else registration.epoch
+
+    def is_isr_eligible(self, broker_id: int) -> bool:
+        """Kafka's isReplicaIsrEligible: registered, unfenced, not shutting down."""
+        broker = self._image.broker(broker_id)
+        return broker is not None and broker.is_active
+
+    def high_watermarks(self) -> dict[PartitionKey, int]:
+        """Every hosted partition's high watermark (for the driver's checkpoint)."""
+        return {p.key: p.high_watermark for p in self.partitions}
+
+    # -- inputs --------------------------------------------------------------------------
+
+    def apply_changes(
+        self,
+        changed: Sequence[PartitionAssignment],
+        removed: Sequence[PartitionAssignment],
+        image: MetadataImage,
+        now_ms: int,
+    ) -> ReplicaOutput:
+        """A new metadata image: what it changed for this broker (``assignment_changes``)."""
+        self._image = image
+        outbox = Outbox()
+        for assignment in removed:
+            self._stop_hosting(assignment.key, outbox)
+        for assignment in changed:
+            self._apply_assignment(assignment, now_ms, outbox)
+        if self._next_isr_check_ms is None:
+            self._next_isr_check_ms = now_ms + self.config.isr_check_interval_ms
+        return self._finish(now_ms, outbox)
+
+    def produce(self, handle: Hashable, request: ProduceRequest, now_ms: int) -> ReplicaOutput:
+        outbox = Outbox()
+        self.producing.produce(handle, request, now_ms, outbox)
+        return self._finish(now_ms, outbox)
+
+    def fetch(
+        self, handle: Hashable, request: FetchRequest, version: int, now_ms: int
+    ) -> ReplicaOutput:
+        outbox = Outbox()
+        self.serving.fetch(handle, request, version, now_ms, outbox)
+        return self._finish(now_ms, outbox)
+
+    def handle_fetch_response(
+        self, source: int, request_id: int, response: FetchResponse, now_ms: int
+    ) -> ReplicaOutput:
+        outbox = Outbox()
+        fetcher = self.fetchers.get(source)
+        if fetcher is not None:
+            for fetched in fetcher.handle_response(request_id, response, now_ms):
+                self._apply_fetched(fetcher, fetched, now_ms, outbox)
+        return self._finish(now_ms, outbox)
+
+    def fetch_failed(self, source: int, request_id: int, now_ms: int) -> ReplicaOutput:
+        fetcher = self.fetchers.get(source)
+        if fetcher is not None:
+            fetcher.request_failed(request_id, now_ms)
+        return self._finish(now_ms, Outbox())
+
+    def handle_alter_partition_response(
+        self, request_id: int, response: AlterPartitionResponse, now_ms: int
+    ) -> ReplicaOutput:
+        outbox = Outbox()
+        for answer in self.alter_partitions.handle_response(request_id, response, now_ms):
+            partition = self.partitions.get(answer.key)
+            if partition is None:
+                continue
+            moved, resend = partition.handle_alter_partition_result(
+                answer.sent, answer.result, now_ms
+            )
+            outbox.touched.add(answer.key)
+            if moved:
+                outbox.moved(answer.key)
+            if resend:
+                outbox.isr_changes.append((answer.key, answer.sent))
+        return self._finish(now_ms, outbox)
+
+    def alter_partition_failed(self, request_id: int, now_ms: int) -> ReplicaOutput:
+        self.alter_partitions.request_failed(request_id, now_ms)
+        return self._finish(now_ms, Outbox())
+
+    def poll(self, now_ms: int) -> ReplicaOutput:
+        """Timers: expired waits, the ISR check, backoffs, retries."""
+        outbox = Outbox()
+        self.producing.expire(now_ms, outbox)
+        self.serving.expire(now_ms, outbox)
+        if self._next_isr_check_ms is not None and now_ms >= self._next_isr_check_ms:
+            self._next_isr_check_ms = now_ms + self.config.isr_check_interval_ms
+            for partition in self.partitions:
+                change = partition.maybe_shrink_isr(now_ms)
+                if change is not None:
+                    outbox.isr_changes.append((partition.key, change))
+        return self._finish(now_ms, outbox)
+
+    # -- assignments ---------------------------------------------------------------------
+
+    def _stop_hosting(self, key: PartitionKey, outbox: Outbox) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.remove_partition(key)
+        if self.partitions.remove(key) is not None:
+            self._logs.delete_log(key)
+        outbox.touched.add(key)
+
+    def _partition_for(self, assignment: PartitionAssignment) -> Partition:
+        config = topic_config(self._image.topic_configs(assignment.topic), self.config)
+        partition = self.partitions.get(assignment.key)
+        if partition is None:
+            partition = Partition(
+                key=assignment.key,
+                topic=assignment.topic,
+                index=assignment.partition,
+                log=self._logs.open_log(assignment.key, assignment.topic, assignment.partition),
+                config=config,
+                broker_id=self.broker_id,
+                replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
+                is_isr_eligible=self.is_isr_eligible,
+                high_watermark=self._logs.checkpointed_high_watermark(assignment.key),
+            )
+            self.partitions.add(partition)
+        partition.config = config
+        return partition
+
+    def _apply_assignment(
+        self, assignment: PartitionAssignment, now_ms: int, outbox: Outbox
+    ) -> None:
+        partition = self._partition_for(assignment)
+        outcome = partition.apply_assignment(assignment, now_ms)
+        outbox.touched.add(partition.key)
+        if outcome is AssignmentOutcome.SKIPPED:
+            return
+        if partition.is_leader:
+            self._stop_fetching(partition.key)
+            if partition.maybe_increment_high_watermark(now_ms):
+                outbox.moved(partition.key)
+            return
+        leader = assignment.leader
+        fetcher = self._fetcher_of(partition.key)
+        if leader < 0 or leader == self.broker_id:
+            self._stop_fetching(partition.key)
+        elif outcome is AssignmentOutcome.NEW_LEADER_EPOCH or fetcher is None:
+            self._stop_fetching(partition.key)
+            self._start_fetching(partition, leader)
+
+    def _fetcher_of(self, key: PartitionKey) -> ReplicaFetcher | None:
+        return next((f for f in self.fetchers.values() if key in f), None)
+
+    def _stop_fetching(self, key: PartitionKey) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.remove_partition(key)
+
+    def _start_fetching(self, partition: Partition, leader: int) -> None:
+        fetcher = self.fetchers.get(leader)
+        if fetcher is None:
+            fetcher = self.fetchers[leader] = ReplicaFetcher(self.config, leader, self._request_ids)
+        position = fetch_position(partition)
+        fetcher.add_partition(
+            PartitionFetchState(
+                key=partition.key,
+                name=(partition.topic, partition.index),
+                fetch_offset=position.fetch_offset,
+                last_fetched_epoch=position.last_fetched_epoch,
+                log_start_offset=position.log_start_offset,
+                current_leader_epoch=partition.leader_epoch,
+            )
+        )
+
+    # -- the follower side ---------------------------------------------------------------
+
+    def _apply_fetched(
+        self, fetcher: ReplicaFetcher, fetched: FetchedPartition, now_ms: int, outbox: Outbox
+    ) -> None:
+        partition = self.partitions.get(fetched.key)
+        if partition is None or partition.is_leader:
+            fetcher.remove_partition(fetched.key)
+            return
+        answer = fetched.answer
+        error = Errors.from_code(answer.error_code)
+        if error == Errors.NONE:
+            if not self._follow(partition, fetched, outbox):
+                fetcher.delay(fetched.key, now_ms)
+                return
+        elif error == Errors.FENCED_LEADER_EPOCH and (
+            fetched.requested.current_leader_epoch == partition.leader_epoch
+        ):
+            # the leader is in a newer epoch than our image: wait for the image
+            fetcher.fail(fetched.key)
+            return
+        elif error == Errors.OFFSET_OUT_OF_RANGE and (
+            0 <= fetched.requested.fetch_offset < answer.log_start_offset
+        ):
+            # the leader's log starts past ours (retention): start over where it starts
+            partition.log.truncate_fully_and_start_at(answer.log_start_offset)
+            partition.after_truncation()
+        else:
+            fetcher.delay(fetched.key, now_ms)
+            return
+        position = fetch_position(partition)
+        fetcher.update_position(
+            fetched.key,
+            fetch_offset=position.fetch_offset,
+            last_fetched_epoch=position.last_fetched_epoch,
+            log_start_offset=position.log_start_offset,
+        )
+
+    def _follow(self, partition: Partition, fetched: FetchedPartition, outbox: Outbox) -> bool:
+        """Apply one partition's records or divergence; False to back off."""
+        answer = fetched.answer
+        diverging = answer.diverging_epoch
+        if diverging.epoch != -1 or diverging.end_offset != -1:
+            # truncate now; the next fetch brings records and the high watermark
+            truncate_to_diverging_epoch(
+                partition, OffsetAndEpoch(diverging.end_offset, diverging.epoch)
+            )
+            outbox.touched.add(partition.key)
+            return True
+        if fetched.requested.fetch_offset != partition.log_end_offset:
+            return True  # the log moved since the request: fetch again from its end
+        outcome = apply_fetched(
+            partition,
+            records=answer.records,
+            leader_high_watermark=answer.high_watermark,
+            leader_log_start_offset=answer.log_start_offset,
+        )
+        if outcome.high_watermark_moved:
+            outbox.moved(partition.key)
+        return outcome.error is None
+
+    # -- the output ----------------------------------------------------------------------
+
+    def _finish(self, now_ms: int, outbox: Outbox) -> ReplicaOutput:
+        for key, change in outbox.isr_changes:
+            partition = self.partitions.get(key)
+            if partition is not None and not self.alter_partitions.submit(key, change):
+                partition.abandon_isr_change()
+        for key in sorted(outbox.touched):
+            self.producing.check(key, outbox)
+            self.serving.check(key, now_ms, outbox)
+        fetches = []
+        for source, fetcher in sorted(self.fetchers.items()):
+            built = fetcher.maybe_build_request(now_ms)
+            if built is not None:
+                fetches.append(OutboundFetch(source, built[0], built[1]))
+        alter = self.alter_partitions.poll(now_ms, self.broker_epoch)
+        return ReplicaOutput(
+            fetches=tuple(fetches),
+            alter_partition=None if alter is None else OutboundAlterPartition(*alter),
+            produce_answers=tuple(outbox.produce_answers),
+            fetch_answers=tuple(outbox.fetch_answers),
+            high_watermarks_moved=tuple(sorted(outbox.high_watermarks_moved)),
+            next_deadline_ms=self._next_deadline_ms(now_ms),
+        )
+
+    def _next_deadline_ms(self, now_ms: int) -> int | None:
+        deadlines = [
+            self.producing.purgatory.next_deadline_ms(),
+            self.serving.purgatory.next_deadline_ms(),
+            self.alter_partitions.next_deadline_ms(),
+            *(fetcher.next_deadline_ms(now_ms) for fetcher in self.fetchers.values()),
+            self._next_isr_check_ms,
+        ]
+        found = [d for d in deadlines if d is not None]
+        return min(found) if found else None
+
+    def __repr__(self) -> str:
+        return f"ReplicaCore(broker {self.broker_id}, {len(self.partitions)} partitions)"

@@ -1,0 +1,133 @@
+"""The fetching side of an incremental fetch session (KIP-227, Kafka's FetchSessionHandler).
+
+The first request is full (every partition, session id 0, epoch 0: "create
+a session"). Once the leader answers with a session id, each request is
+incremental: it lists only partitions that were added or whose fetch data
+changed (fetch offset, log start, epochs, byte limit) and forgets those no
+longer wanted; the leader answers only partitions with news (records, a
+moved high watermark or log start, an error, a diverging epoch). The epoch
+goes up by one per answered request (wrapping to 1).
+
+FETCH_SESSION_ID_NOT_FOUND starts over with a new session; any other
+top-level error, a lost request or an answer that does not fit the request
+(a full answer that omits or adds partitions, an incremental one naming a
+partition outside the session) closes the session and asks for a new one
+with a full request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import attrs
+
+from quorum.wire.error_codes import Errors
+from quorum.wire.messages import FetchRequestPartition, FetchResponse
+
+__all__ = [
+    "FINAL_EPOCH",
+    "INITIAL_EPOCH",
+    "FetchSessionHandler",
+    "SessionRequest",
+    "TopicPartitionName",
+    "next_epoch",
+]
+
+INITIAL_EPOCH: Final = 0
+FINAL_EPOCH: Final = -1
+INVALID_SESSION_ID: Final = 0
+_INT32_MAX: Final = 2**31 - 1
+
+# (topic name, partition index): Fetch v12 names topics, it has no topic ids
+TopicPartitionName = tuple[str, int]
+
+
+def next_epoch(epoch: int) -> int:
+    """The session epoch after ``epoch`` (Kafka's FetchMetadata.nextEpoch)."""
+    if epoch < 0:
+        return FINAL_EPOCH  # a final epoch stays final
+    return 1 if epoch == _INT32_MAX else epoch + 1
+
+
+@attrs.frozen(kw_only=True)
+class SessionRequest:
+    session_id: int
+    session_epoch: int
+    # the partitions to put in the request (all of them when full)
+    partitions: Mapping[TopicPartitionName, FetchRequestPartition]
+    forgotten: tuple[TopicPartitionName, ...]
+    full: bool
+
+
+class FetchSessionHandler:
+    def __init__(self) -> None:
+        self.session_id = INVALID_SESSION_ID
+        self.epoch = INITIAL_EPOCH
+        self._session: dict[TopicPartitionName, FetchRequestPartition] = {}
+
+    @property
+    def is_full_next(self) -> bool:
+        return self.epoch in (INITIAL_EPOCH, FINAL_EPOCH)
+
+    @property
+    def session_partitions(self) -> Mapping[TopicPartitionName, FetchRequestPartition]:
+        return self._session
+
+    def build(self, wanted: Mapping[TopicPartitionName, FetchRequestPartition]) -> SessionRequest:
+        """The next request for ``wanted`` (in order), updating the session to it."""
+        if self.is_full_next:
+            self._session = dict(wanted)
+            return SessionRequest(
+                session_id=self.session_id,
+                session_epoch=self.epoch,
+                partitions=dict(wanted),
+                forgotten=(),
+                full=True,
+            )
+        changed: dict[TopicPartitionName, FetchRequestPartition] = {}
+        for name, data in wanted.items():
+            if self._session.get(name) != data:
+                changed[name] = data
+        forgotten = tuple(name for name in self._session if name not in wanted)
+        self._session = dict(wanted)
+        return SessionRequest(
+            session_id=self.session_id,
+            session_epoch=self.epoch,
+            partitions=changed,
+            forgotten=forgotten,
+            full=False,
+        )
+
+    def _close_and_start_over(self) -> None:
+        # a full request that names the old session closes it on the leader
+        self.epoch = INITIAL_EPOCH
+
+    def handle_response(self, response: FetchResponse) -> bool:
+        """Take the answer to the last built request; False if its partitions must be ignored."""
+        if response.error_code != Errors.NONE:
+            if response.error_code == Errors.FETCH_SESSION_ID_NOT_FOUND:
+                self.session_id = INVALID_SESSION_ID
+            self._close_and_start_over()
+            return False
+        names = {(t.topic, p.partition_index) for t in response.responses for p in t.partitions}
+        if self.is_full_next:
+            if names != set(self._session):
+                self._close_and_start_over()
+                return False
+            self.session_id = response.session_id
+            self.epoch = INITIAL_EPOCH if response.session_id == INVALID_SESSION_ID else 1
+            return True
+        if not names <= set(self._session):
+            self._close_and_start_over()
+            return False
+        if response.session_id == INVALID_SESSION_ID:
+            self.session_id = INVALID_SESSION_ID  # the leader closed the session
+            self.epoch = INITIAL_EPOCH
+        else:
+            self.epoch = next_epoch(self.epoch)
+        return True
+
+    def handle_error(self) -> None:
+        """The request got no answer: the leader may or may not have moved the epoch."""
+        self._close_and_start_over()

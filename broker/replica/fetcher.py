@@ -1,0 +1,231 @@
+"""A replica fetcher: the partitions this broker follows from one leader broker.
+
+Kafka's AbstractFetcherThread as a sans-I/O core. One FetchRequest (version
+12: replica id, topic names) at a time covers every partition ready to
+fetch, through an incremental fetch session (``broker.replica.fetch_session``).
+For each partition it keeps the fetch offset and last fetched epoch (the
+follower's log end and its last epoch, refreshed by the owner after each
+answer), the leader epoch it believes in, and a backoff after an error.
+
+``handle_response`` hands back, per partition, the answer to apply, but only
+if the partition is still fetched at the offset and epoch it asked with (a
+partition removed, re-added or truncated meanwhile ignores a stale answer).
+The owner applies it to the log and reports back with ``update_position``,
+``delay`` (a retriable error: ``replica.fetch.backoff.ms``) or ``fail`` (the
+leader's epoch is newer than ours: wait for the metadata image to name the
+new leader, as Kafka's markPartitionFailed).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import attrs
+
+from broker.replica.config import ReplicaConfig
+from broker.replica.fetch_session import FetchSessionHandler, TopicPartitionName
+from broker.replica_manager import PartitionKey
+from quorum.wire.messages import (
+    FetchRequest,
+    FetchRequestForgottenTopic,
+    FetchRequestPartition,
+    FetchRequestTopic,
+    FetchResponse,
+    FetchResponsePartition,
+)
+
+__all__ = ["FETCH_VERSION", "FetchedPartition", "PartitionFetchState", "ReplicaFetcher"]
+
+FETCH_VERSION = 12
+
+
+@attrs.frozen(kw_only=True)
+class PartitionFetchState:
+    key: PartitionKey
+    name: TopicPartitionName
+    fetch_offset: int
+    last_fetched_epoch: int
+    log_start_offset: int
+    current_leader_epoch: int
+    delayed_until_ms: int = 0
+    failed: bool = False
+
+    def ready(self, now_ms: int) -> bool:
+        return not self.failed and now_ms >= self.delayed_until_ms
+
+
+@attrs.frozen(kw_only=True)
+class FetchedPartition:
+    key: PartitionKey
+    requested: FetchRequestPartition
+    answer: FetchResponsePartition
+
+
+class ReplicaFetcher:
+    def __init__(
+        self, config: ReplicaConfig, source_id: int, request_ids: Iterator[int] | None = None
+    ) -> None:
+        self.source_id = source_id
+        self._config = config
+        self._states: dict[PartitionKey, PartitionFetchState] = {}
+        self._names: dict[TopicPartitionName, PartitionKey] = {}
+        self._session = FetchSessionHandler()
+        # the request in flight: its id and what each partition asked with
+        self._in_flight: tuple[int, dict[TopicPartitionName, FetchRequestPartition]] | None = None
+        # ids unique across the broker's fetchers: an answer to a fetcher that was
+        # dropped and made again never matches the new one's request
+        self._request_ids = itertools.count(1) if request_ids is None else request_ids
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._states
+
+    @property
+    def in_flight(self) -> bool:
+        return self._in_flight is not None
+
+    def state(self, key: PartitionKey) -> PartitionFetchState | None:
+        return self._states.get(key)
+
+    # -- partitions ------------------------------------------------------------------------
+
+    def add_partition(self, state: PartitionFetchState) -> None:
+        """Start (or restart, after a new leader epoch) fetching a partition."""
+        old = self._states.get(state.key)
+        if old is not None:
+            del self._names[old.name]
+        self._states[state.key] = state
+        self._names[state.name] = state.key
+
+    def remove_partition(self, key: PartitionKey) -> None:
+        old = self._states.pop(key, None)
+        if old is not None:
+            del self._names[old.name]
+
+    def update_position(
+        self, key: PartitionKey, *, fetch_offset: int, last_fetched_epoch: int, log_start_offset: int
+    ) -> None:
+        state = self._states.get(key)
+        if state is not None:
+            self._states[key] = attrs.evolve(
+                state,
+                fetch_offset=fetch_offset,
+                last_fetched_epoch=last_fetched_epoch,
+                log_start_offset=log_start_offset,
+                delayed_until_ms=0,
+            )
+
+    def delay(self, key: PartitionKey, now_ms: int) -> None:
+        state = self._states.get(key)
+        if state is not None and state.delayed_until_ms <= now_ms:
+            self._states[key] = attrs.evolve(
+                state, delayed_until_ms=now_ms + self._config.replica_fetch_backoff_ms
+            )
+
+    def fail(self, key: PartitionKey) -> None:
+        state = self._states.get(key)
+        if state is not None:
+            self._states[key] = attrs.evolve(state, failed=True)
+
+    # -- requests --------------------------------------------------------------------------
+
+    def _wanted(self, now_ms: int) -> dict[TopicPartitionName, FetchRequestPartition]:
+        return {
+            state.name: FetchRequestPartition(
+                partition=state.name[1],
+                current_leader_epoch=state.current_leader_epoch,
+                fetch_offset=state.fetch_offset,
+                last_fetched_epoch=state.last_fetched_epoch,
+                log_start_offset=state.log_start_offset,
+                partition_max_bytes=self._config.replica_fetch_max_bytes,
+            )
+            for state in self._states.values()
+            if state.ready(now_ms)
+        }
+
+    def maybe_build_request(self, now_ms: int) -> tuple[int, FetchRequest] | None:
+        """The next request (with its id) when none is in flight and a partition is ready."""
+        if self._in_flight is not None:
+            return None
+        wanted = self._wanted(now_ms)
+        if not wanted:
+            return None
+        built = self._session.build(wanted)
+        request_id = next(self._request_ids)
+        self._in_flight = (request_id, wanted)
+        topics: dict[str, list[FetchRequestPartition]] = {}
+        for (topic, _), data in built.partitions.items():
+            topics.setdefault(topic, []).append(data)
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in built.forgotten:
+            forgotten.setdefault(topic, []).append(index)
+        config = self._config
+        request = FetchRequest(
+            replica_id=config.broker_id,
+            max_wait_ms=config.replica_fetch_wait_max_ms,
+            min_bytes=config.replica_fetch_min_bytes,
+            max_bytes=config.replica_fetch_response_max_bytes,
+            isolation_level=0,
+            session_id=built.session_id,
+            session_epoch=built.session_epoch,
+            topics=tuple(
+                FetchRequestTopic(topic=topic, partitions=tuple(parts))
+                for topic, parts in topics.items()
+            ),
+            forgotten_topics_data=tuple(
+                FetchRequestForgottenTopic(topic=topic, partitions=tuple(indexes))
+                for topic, indexes in forgotten.items()
+            ),
+        )
+        return request_id, request
+
+    def handle_response(
+        self, request_id: int, response: FetchResponse, now_ms: int
+    ) -> list[FetchedPartition]:
+        """The answers still worth applying (the owner reports back for each)."""
+        if self._in_flight is None or self._in_flight[0] != request_id:
+            return []
+        asked = self._in_flight[1]
+        self._in_flight = None
+        if not self._session.handle_response(response):
+            return []  # the session starts over: the next request is full, at once
+        fetched = []
+        for topic in response.responses:
+            for answer in topic.partitions:
+                name = (topic.topic, answer.partition_index)
+                key = self._names.get(name)
+                requested = asked.get(name)
+                if key is None or requested is None:
+                    continue
+                state = self._states[key]
+                if (
+                    not state.ready(now_ms)
+                    or state.fetch_offset != requested.fetch_offset
+                    or state.current_leader_epoch != requested.current_leader_epoch
+                ):
+                    continue  # changed while the request was out: the answer is stale
+                fetched.append(FetchedPartition(key=key, requested=requested, answer=answer))
+        return fetched
+
+    def request_failed(self, request_id: int, now_ms: int) -> None:
+        """No answer (connection lost, timed out): every partition backs off."""
+        if self._in_flight is None or self._in_flight[0] != request_id:
+            return
+        self._in_flight = None
+        self._session.handle_error()
+        for key in list(self._states):
+            self.delay(key, now_ms)
+
+    def next_deadline_ms(self, now_ms: int) -> int | None:
+        """When a backed-off partition becomes ready (None: nothing waits on time)."""
+        if self._in_flight is not None:
+            return None
+        waits = [
+            s.delayed_until_ms
+            for s in self._states.values()
+            if not s.failed and s.delayed_until_ms > now_ms
+        ]
+        return min(waits) if waits else None

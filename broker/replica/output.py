@@ -1,0 +1,90 @@
+"""What the replica core asks its driver to do after each input: ``ReplicaOutput``.
+
+The driver handles one ``ReplicaOutput`` completely before the next input:
+
+1. send each ``fetches`` request to its ``destination`` broker and, later,
+   give the core its answer (``handle_fetch_response``) or report that it
+   got none (``fetch_failed``: connection lost or timed out);
+2. send ``alter_partition`` (if any) to the active controller and give the
+   core its answer (``handle_alter_partition_response``) or its failure
+   (``alter_partition_failed``);
+3. write each answer in ``produce_answers`` and ``fetch_answers`` on the
+   connection its ``handle`` names (an acks=0 produce never gets one);
+4. call ``poll`` at ``next_deadline_ms`` at the latest (purgatory
+   deadlines, the ISR check, fetch backoffs, AlterPartition retries).
+
+``high_watermarks_moved`` lists partitions whose high watermark moved, for
+the driver's periodic checkpoint and its metrics. The log was written before
+the output was returned (data logs are not fsynced per append: Kafka's
+durability is replication; ``flush.messages``/``flush.ms`` are the driver's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import attrs
+
+from broker.replica.isr import IsrChange
+from broker.replica_manager import PartitionKey
+from quorum.wire.messages import AlterPartitionRequest, FetchRequest, FetchResponse, ProduceResponse
+
+__all__ = [
+    "FetchAnswer",
+    "OutboundAlterPartition",
+    "OutboundFetch",
+    "Outbox",
+    "ProduceAnswer",
+    "ReplicaOutput",
+]
+
+
+@attrs.frozen
+class OutboundFetch:
+    destination: int
+    request_id: int
+    request: FetchRequest  # version 12
+
+
+@attrs.frozen
+class OutboundAlterPartition:
+    request_id: int
+    request: AlterPartitionRequest  # version 3
+
+
+@attrs.frozen
+class ProduceAnswer:
+    handle: Hashable
+    response: ProduceResponse
+
+
+@attrs.frozen
+class FetchAnswer:
+    handle: Hashable
+    response: FetchResponse
+
+
+@attrs.frozen(kw_only=True)
+class ReplicaOutput:
+    fetches: tuple[OutboundFetch, ...] = ()
+    alter_partition: OutboundAlterPartition | None = None
+    produce_answers: tuple[ProduceAnswer, ...] = ()
+    fetch_answers: tuple[FetchAnswer, ...] = ()
+    high_watermarks_moved: tuple[PartitionKey, ...] = ()
+    next_deadline_ms: int | None = None
+
+
+@attrs.define
+class Outbox:
+    """What one input produced, gathered until the ``ReplicaOutput`` is built."""
+
+    produce_answers: list[ProduceAnswer] = attrs.field(factory=list)
+    fetch_answers: list[FetchAnswer] = attrs.field(factory=list)
+    # partitions whose high watermark, log end or role changed: purgatory checks
+    touched: set[PartitionKey] = attrs.field(factory=set)
+    high_watermarks_moved: set[PartitionKey] = attrs.field(factory=set)
+    isr_changes: list[tuple[PartitionKey, IsrChange]] = attrs.field(factory=list)
+
+    def moved(self, key: PartitionKey) -> None:
+        self.touched.add(key)
+        self.high_watermarks_moved.add(key)

@@ -1,0 +1,360 @@
+"""One hosted replica of a partition: role, epochs, ISR, high watermark, followers.
+
+Kafka's ``Partition`` (``core/.../cluster/Partition.scala``) without locks:
+one task owns every ``Partition`` of a broker (``broker.replica.core``).
+
+* ``apply_assignment`` is ``makeLeader`` / ``makeFollower``: an assignment
+  whose partition epoch is older than ours is skipped (an AlterPartition
+  answer may have told us a newer one first); a new leader epoch on the
+  leader records the epoch's start offset (the log end offset) and resets
+  what it knows of its followers; any assignment replaces the ISR state
+  (a change in flight is dropped: its answer will be ignored).
+* The leader's high watermark follows ``broker.replica.watermark``; it never
+  moves back. A follower's is ``min(leader's HW, own log end offset)``.
+* The leader proposes ISR changes (``maybe_expand_isr`` after a follower
+  fetch, ``maybe_shrink_isr`` on a timer) as ``IsrChange``s for the
+  AlterPartition queue, and takes the controller's answer with
+  ``handle_alter_partition_result``.
+
+invariant: log_start_offset <= high_watermark <= log_end_offset.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+
+import attrs
+
+from broker.replica import isr as isr_rules
+from broker.replica.config import TopicConfig
+from broker.replica.epochs import leader_end_offset_for_epoch
+from broker.replica.isr import CommittedIsr, IsrChange, IsrState
+from broker.replica.replica_state import ReplicaState, reset_replica_state, update_fetch_state
+from broker.replica.watermark import (
+    FollowerProgress,
+    high_watermark_bound,
+    is_caught_up,
+    is_isr_candidate,
+    next_high_watermark,
+)
+from broker.replica_manager import PartitionAssignment, PartitionKey, PartitionRole
+from quorum.log import OffsetAndEpoch, ReplicatedLog
+from quorum.wire.error_codes import Errors
+
+__all__ = ["AcceptedIsr", "AssignmentOutcome", "Partition"]
+
+NO_LEADER = -1
+
+
+class AssignmentOutcome(enum.Enum):
+    SKIPPED = "skipped"  # an older partition epoch than ours
+    UNCHANGED_EPOCH = "unchanged-epoch"  # same leader epoch: ISR or replicas moved
+    NEW_LEADER_EPOCH = "new-leader-epoch"
+
+
+@attrs.frozen(kw_only=True)
+class AcceptedIsr:
+    """A successful AlterPartition answer for one partition."""
+
+    leader_id: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+
+
+class Partition:
+    def __init__(
+        self,
+        *,
+        key: PartitionKey,
+        topic: str,
+        index: int,
+        log: ReplicatedLog,
+        config: TopicConfig,
+        broker_id: int,
+        replica_lag_time_max_ms: int,
+        is_isr_eligible: Callable[[int], bool],
+        high_watermark: int = 0,
+    ) -> None:
+        self.key = key
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.config = config
+        self.broker_id = broker_id
+        self._lag_max_ms = replica_lag_time_max_ms
+        self._eligible = is_isr_eligible
+        self.role = PartitionRole.FOLLOWER
+        self.leader_id = NO_LEADER
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.isr_state: IsrState = CommittedIsr(frozenset())
+        # where this broker's current leader epoch starts (None: not leading)
+        self.epoch_start_offset: int | None = None
+        self.followers: dict[int, ReplicaState] = {}
+        self.high_watermark = max(log.log_start_offset, min(high_watermark, log.log_end_offset))
+
+    def __repr__(self) -> str:
+        return (
+            f"Partition({self.topic}-{self.index} on {self.broker_id}: {self.role.value} "
+            f"e{self.leader_epoch} pe{self.partition_epoch} leader {self.leader_id} "
+            f"isr {self.isr_state} hw {self.high_watermark} leo {self.log_end_offset})"
+        )
+
+    # -- views ---------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role is PartitionRole.LEADER
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        return self.isr_state.maximal_isr
+
+    @property
+    def effective_min_isr(self) -> int:
+        """min.insync.replicas, capped by the replication factor (Kafka's effectiveMinIsr)."""
+        return min(self.config.min_insync_replicas, len(self.followers) + 1)
+
+    @property
+    def is_under_min_isr(self) -> bool:
+        return self.is_leader and len(self.isr_state.isr) < self.effective_min_isr
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        """Where ``epoch`` ends in this log, as the leader answers DivergingEpoch."""
+        if self.is_leader:
+            assert self.epoch_start_offset is not None
+            return leader_end_offset_for_epoch(
+                self.log,
+                epoch,
+                leader_epoch=self.leader_epoch,
+                epoch_start_offset=self.epoch_start_offset,
+            )
+        return self.log.end_offset_for_epoch(epoch)
+
+    # -- assignments from the metadata image ---------------------------------------------
+
+    def apply_assignment(self, assignment: PartitionAssignment, now_ms: int) -> AssignmentOutcome:
+        """Take a (newer) assignment: become leader or follower of its epoch."""
+        assert assignment.key == self.key, (assignment, self.key)
+        if assignment.partition_epoch < self.partition_epoch:
+            return AssignmentOutcome.SKIPPED
+        new_epoch = assignment.leader_epoch > self.leader_epoch
+        if assignment.role is PartitionRole.LEADER:
+            self._make_leader(assignment, new_epoch, now_ms)
+        else:
+            self._make_follower(assignment)
+        self.partition_epoch = assignment.partition_epoch
+        return AssignmentOutcome.NEW_LEADER_EPOCH if new_epoch else AssignmentOutcome.UNCHANGED_EPOCH
+
+    def _make_leader(self, assignment: PartitionAssignment, new_epoch: bool, now_ms: int) -> None:
+        is_new_leader = not self.is_leader
+        self.replicas = assignment.replicas
+        followers = [r for r in assignment.replicas if r != self.broker_id]
+        self.followers = {r: self.followers.get(r, ReplicaState()) for r in followers}
+        self.isr_state = isr_rules.after_new_assignment(assignment.isr)
+        if new_epoch:
+            start = self.log_end_offset
+            self.followers = {
+                replica: reset_replica_state(
+                    state,
+                    now_ms=now_ms,
+                    leader_end_offset=start,
+                    is_new_leader=is_new_leader,
+                    in_isr=replica in assignment.isr,
+                )
+                for replica, state in self.followers.items()
+            }
+            self.leader_epoch = assignment.leader_epoch
+            self.epoch_start_offset = start
+        self.role = PartitionRole.LEADER
+        self.leader_id = self.broker_id
+
+    def _make_follower(self, assignment: PartitionAssignment) -> None:
+        self.role = PartitionRole.FOLLOWER
+        self.leader_id = assignment.leader
+        self.leader_epoch = assignment.leader_epoch
+        self.epoch_start_offset = None
+        self.replicas = assignment.replicas
+        self.followers = {}
+        self.isr_state = CommittedIsr(frozenset())
+
+    # -- the high watermark -------------------------------------------------------------
+
+    def _progress(self, now_ms: int) -> list[FollowerProgress]:
+        leader_end = self.log_end_offset
+        return [
+            FollowerProgress(
+                replica_id=replica,
+                log_end_offset=state.log_end_offset,
+                caught_up=is_caught_up(
+                    replica_end_offset=state.log_end_offset,
+                    leader_end_offset=leader_end,
+                    last_caught_up_ms=state.last_caught_up_ms,
+                    now_ms=now_ms,
+                    max_lag_ms=self._lag_max_ms,
+                ),
+                eligible=self._eligible(replica),
+            )
+            for replica, state in self.followers.items()
+        ]
+
+    def maybe_increment_high_watermark(self, now_ms: int) -> bool:
+        """Advance the leader's high watermark if its followers allow; True if it moved."""
+        if not self.is_leader:
+            return False
+        bound = high_watermark_bound(
+            self.log_end_offset, self._progress(now_ms), self.isr_state.maximal_isr
+        )
+        new = next_high_watermark(
+            self.high_watermark,
+            bound,
+            isr_size=len(self.isr_state.isr),
+            effective_min_isr=self.effective_min_isr,
+        )
+        if new is None:
+            return False
+        assert new <= self.log_end_offset, (new, self.log_end_offset)
+        self.high_watermark = new
+        return True
+
+    def learn_high_watermark(self, leader_high_watermark: int) -> bool:
+        """A follower's high watermark: the leader's, capped by its own log end."""
+        assert not self.is_leader
+        new = max(self.log_start_offset, min(leader_high_watermark, self.log_end_offset))
+        changed = new != self.high_watermark
+        self.high_watermark = new
+        return changed
+
+    def after_truncation(self) -> None:
+        """Keep the high watermark inside the log after it was cut."""
+        self.high_watermark = max(
+            self.log_start_offset, min(self.high_watermark, self.log_end_offset)
+        )
+
+    # -- follower fetches (leader side) --------------------------------------------------
+
+    def update_follower_fetch_state(
+        self,
+        replica_id: int,
+        *,
+        fetch_offset: int,
+        log_start_offset: int,
+        now_ms: int,
+        leader_end_offset: int,
+    ) -> tuple[bool, IsrChange | None]:
+        """After a follower's fetch read records: (HW moved, ISR change to send)."""
+        state = self.followers[replica_id]
+        self.followers[replica_id] = update_fetch_state(
+            state,
+            fetch_offset=fetch_offset,
+            log_start_offset=log_start_offset,
+            fetch_ms=now_ms,
+            leader_end_offset=leader_end_offset,
+        )
+        change = self.maybe_expand_isr(replica_id)
+        moved = False
+        if state.log_end_offset != fetch_offset:
+            moved = self.maybe_increment_high_watermark(now_ms)
+        return moved, change
+
+    def maybe_expand_isr(self, replica_id: int) -> IsrChange | None:
+        state = self.isr_state
+        if not self.is_leader or state.in_flight or replica_id in state.isr:
+            return None
+        follower = self.followers.get(replica_id)
+        assert self.epoch_start_offset is not None
+        if follower is None or not self._eligible(replica_id):
+            return None
+        if not is_isr_candidate(
+            replica_end_offset=follower.log_end_offset,
+            high_watermark=self.high_watermark,
+            epoch_start_offset=self.epoch_start_offset,
+        ):
+            return None
+        pending = isr_rules.prepare_expand(
+            state,
+            replica_id,
+            leader_epoch=self.leader_epoch,
+            partition_epoch=self.partition_epoch,
+        )
+        self.isr_state = pending
+        return pending.sent
+
+    def out_of_sync_replicas(self, now_ms: int) -> frozenset[int]:
+        """ISR followers not caught up for replica.lag.time.max.ms (Kafka's getOutOfSyncReplicas)."""
+        if not self.is_leader or self.isr_state.in_flight:
+            return frozenset()
+        leader_end = self.log_end_offset
+        lagging = set()
+        for replica in self.isr_state.isr - {self.broker_id}:
+            follower = self.followers.get(replica)
+            if follower is None or not is_caught_up(
+                replica_end_offset=follower.log_end_offset,
+                leader_end_offset=leader_end,
+                last_caught_up_ms=follower.last_caught_up_ms,
+                now_ms=now_ms,
+                max_lag_ms=self._lag_max_ms,
+            ):
+                lagging.add(replica)
+        return frozenset(lagging)
+
+    def maybe_shrink_isr(self, now_ms: int) -> IsrChange | None:
+        out_of_sync = self.out_of_sync_replicas(now_ms)
+        if not out_of_sync:
+            return None
+        pending = isr_rules.prepare_shrink(
+            self.isr_state,
+            out_of_sync,
+            leader_epoch=self.leader_epoch,
+            partition_epoch=self.partition_epoch,
+        )
+        self.isr_state = pending
+        return pending.sent
+
+    # -- AlterPartition answers ---------------------------------------------------------
+
+    def handle_alter_partition_result(
+        self, sent: IsrChange, result: AcceptedIsr | Errors, now_ms: int
+    ) -> tuple[bool, bool]:
+        """The controller's answer to ``sent``: (HW moved, send ``sent`` again)."""
+        state = self.isr_state
+        if isinstance(state, CommittedIsr) or state.sent != sent:
+            return False, False  # new metadata replaced the change: the answer is stale
+        if isinstance(result, Errors):
+            self.isr_state, retry = isr_rules.after_alter_partition_error(state, result)
+            return False, retry
+        if result.leader_epoch != self.leader_epoch or result.partition_epoch < self.partition_epoch:
+            return False, False  # stale: wait for the metadata image
+        self.isr_state = isr_rules.after_alter_partition_accepted(state, result.isr)
+        self.partition_epoch = result.partition_epoch
+        return self.maybe_increment_high_watermark(now_ms), False
+
+    def abandon_isr_change(self) -> None:
+        """The change could not be queued (one for this partition still is): nothing applied."""
+        state = self.isr_state
+        self.isr_state, _ = isr_rules.after_alter_partition_error(
+            state, Errors.OPERATION_NOT_ATTEMPTED
+        )
+
+    # -- acks=all ------------------------------------------------------------------------
+
+    def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, Errors]:
+        """Kafka's checkEnoughReplicasReachOffset: (done, error) for an acks=all produce."""
+        if not self.is_leader:
+            return False, Errors.NOT_LEADER_OR_FOLLOWER
+        if self.high_watermark < required_offset:
+            return False, Errors.NONE
+        if self.effective_min_isr <= len(self.isr_state.maximal_isr):
+            return True, Errors.NONE
+        return True, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND

@@ -1,0 +1,85 @@
+"""A follower as its leader sees it: end offset and timing, from its fetches.
+
+Kafka's ``ReplicaState`` (``core/.../cluster/Replica.scala``). The follower's
+log end offset is its fetch offset: a fetch at offset N (that did not
+diverge) says its log matches the leader's below N.
+
+``last_caught_up_ms`` is the latest time at which the follower had everything
+the leader had: the time of this fetch when it asked from the leader's end
+offset, else the time of its previous fetch when it asked from the end
+offset the leader had then (so a follower that always trails a busy leader by
+one fetch still counts as caught up).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ["UNKNOWN_OFFSET", "ReplicaState", "reset_replica_state", "update_fetch_state"]
+
+UNKNOWN_OFFSET = -1
+
+
+@attrs.frozen(kw_only=True)
+class ReplicaState:
+    log_start_offset: int = UNKNOWN_OFFSET
+    log_end_offset: int = UNKNOWN_OFFSET
+    # the leader's end offset when this follower last fetched
+    last_fetch_leader_end_offset: int = 0
+    last_fetch_ms: int = 0
+    last_caught_up_ms: int = 0
+
+
+def update_fetch_state(
+    state: ReplicaState,
+    *,
+    fetch_offset: int,
+    log_start_offset: int,
+    fetch_ms: int,
+    leader_end_offset: int,
+) -> ReplicaState:
+    """After a follower fetch that read (no diverging epoch)."""
+    if fetch_offset >= leader_end_offset:
+        caught_up = max(state.last_caught_up_ms, fetch_ms)
+    elif fetch_offset >= state.last_fetch_leader_end_offset:
+        caught_up = max(state.last_caught_up_ms, state.last_fetch_ms)
+    else:
+        caught_up = state.last_caught_up_ms
+    return ReplicaState(
+        log_start_offset=log_start_offset,
+        log_end_offset=fetch_offset,
+        last_fetch_leader_end_offset=max(leader_end_offset, state.last_fetch_leader_end_offset),
+        last_fetch_ms=fetch_ms,
+        last_caught_up_ms=caught_up,
+    )
+
+
+def reset_replica_state(
+    state: ReplicaState,
+    *,
+    now_ms: int,
+    leader_end_offset: int,
+    is_new_leader: bool,
+    in_isr: bool,
+) -> ReplicaState:
+    """When this broker starts a leader epoch (Kafka's resetReplicaState).
+
+    An ISR member counts as caught up now, others as never, so an out-of-sync
+    follower does not hold the new leader's high watermark back. A broker that
+    was not leading forgets what it knew of the follower's end offset: only a
+    fetch in this epoch tells it.
+    """
+    caught_up = now_ms if in_isr else 0
+    if is_new_leader:
+        return ReplicaState(
+            log_end_offset=UNKNOWN_OFFSET,
+            last_fetch_leader_end_offset=UNKNOWN_OFFSET,
+            last_fetch_ms=0,
+            last_caught_up_ms=caught_up,
+        )
+    return attrs.evolve(
+        state,
+        last_fetch_leader_end_offset=leader_end_offset,
+        last_fetch_ms=now_ms if in_isr else 0,
+        last_caught_up_ms=caught_up,
+    )

@@ -1,0 +1,243 @@
+"""The serving side of incremental fetch sessions (KIP-227, Kafka's FetchSession.scala).
+
+``FetchSessionCache.new_context`` turns a FetchRequest into a ``FetchContext``:
+
+* epoch -1 (final): no session (a named one is closed); every requested
+  partition is read and answered, session id 0;
+* epoch 0 (initial): a named session is closed; every requested partition is
+  read and answered, and the answer creates a new session if the cache has a
+  slot (else it carries session id 0 and the fetcher stays on full requests);
+* epoch > 0: the session must exist (else FETCH_SESSION_ID_NOT_FOUND) at
+  that epoch (else INVALID_FETCH_SESSION_EPOCH); its partitions are updated
+  with the request's (added or changed) and forgotten ones dropped, the
+  epoch moves on, and every partition of the session is read; the answer
+  lists only partitions with news: records, an error, a diverging epoch, or
+  a high watermark or log start other than the one last sent. Partitions that
+  returned records move to the end of the session's order, so a byte limit
+  does not starve the ones behind them.
+
+The cache holds at most ``max_slots`` sessions. When full, a session unused
+for two minutes makes room; otherwise a follower's new session may take a
+consumer's (least recently used first). Session ids come from the injected
+random source, never 0 and never one in use (an id reused after a restart
+could otherwise match a stale fetcher's session).
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Mapping
+
+import attrs
+
+from broker.replica.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_SESSION_ID,
+    TopicPartitionName,
+    next_epoch,
+)
+from quorum.wire.error_codes import Errors
+from quorum.wire.messages import (
+    FetchRequest,
+    FetchRequestPartition,
+    FetchResponse,
+    FetchResponsePartition,
+    FetchResponseTopic,
+)
+
+__all__ = ["EVICTION_MS", "ContextKind", "FetchContext", "FetchSessionCache"]
+
+EVICTION_MS = 120_000
+
+
+class ContextKind(enum.Enum):
+    SESSIONLESS = "sessionless"
+    FULL = "full"
+    INCREMENTAL = "incremental"
+    ERROR = "error"
+
+
+@attrs.define
+class _CachedPartition:
+    data: FetchRequestPartition
+    high_watermark: int = -1
+    log_start_offset: int = -1
+
+    def must_respond(self, answer: FetchResponsePartition) -> bool:
+        """Kafka's maybeUpdateResponseData: whether the answer has news (and remember it)."""
+        news = bool(answer.records) or answer.diverging_epoch.epoch != -1
+        if answer.high_watermark != self.high_watermark:
+            news = True
+            self.high_watermark = answer.high_watermark
+        if answer.log_start_offset != self.log_start_offset:
+            news = True
+            self.log_start_offset = answer.log_start_offset
+        if answer.error_code != Errors.NONE:
+            # resent once the error goes away
+            self.high_watermark = -1
+            news = True
+        return news
+
+
+@attrs.define
+class FetchSession:
+    session_id: int
+    privileged: bool  # a follower's
+    partitions: dict[TopicPartitionName, _CachedPartition]
+    epoch: int
+    last_used_ms: int
+
+
+def _requested(request: FetchRequest) -> dict[TopicPartitionName, FetchRequestPartition]:
+    return {(t.topic, p.partition): p for t in request.topics for p in t.partitions}
+
+
+def _forgotten(request: FetchRequest) -> list[TopicPartitionName]:
+    return [(t.topic, index) for t in request.forgotten_topics_data for index in t.partitions]
+
+
+@attrs.define
+class FetchContext:
+    kind: ContextKind
+    partitions: list[tuple[TopicPartitionName, FetchRequestPartition]]
+    error: Errors = Errors.NONE
+    session: FetchSession | None = None
+    is_follower: bool = False
+    _cache: FetchSessionCache | None = None
+
+    def build_response(
+        self, answers: Mapping[TopicPartitionName, FetchResponsePartition], now_ms: int
+    ) -> FetchResponse:
+        """The answer: every partition read, or only those with news for a session."""
+        if self.kind is ContextKind.ERROR:
+            return FetchResponse(error_code=self.error, session_id=INVALID_SESSION_ID)
+        if self.kind is ContextKind.INCREMENTAL:
+            assert self.session is not None
+            return self._incremental(answers)
+        session_id = INVALID_SESSION_ID
+        if self.kind is ContextKind.FULL and self._cache is not None:
+            cached = {
+                name: _CachedPartition(
+                    data=data,
+                    high_watermark=answers[name].high_watermark,
+                    log_start_offset=answers[name].log_start_offset,
+                )
+                for name, data in self.partitions
+            }
+            session_id = self._cache.maybe_create(cached, self.is_follower, now_ms)
+        return FetchResponse(
+            session_id=session_id,
+            responses=_topics([(name, answers[name]) for name, _ in self.partitions]),
+        )
+
+    def _incremental(
+        self, answers: Mapping[TopicPartitionName, FetchResponsePartition]
+    ) -> FetchResponse:
+        session = self.session
+        assert session is not None
+        chosen = []
+        moved = []
+        for name, cached in list(session.partitions.items()):
+            answer = answers.get(name)
+            if answer is None or not cached.must_respond(answer):
+                continue
+            chosen.append((name, answer))
+            if answer.records:
+                moved.append(name)
+        for name in moved:  # round robin: those that got data go last
+            session.partitions[name] = session.partitions.pop(name)
+        return FetchResponse(session_id=session.session_id, responses=_topics(chosen))
+
+
+def _topics(
+    answers: list[tuple[TopicPartitionName, FetchResponsePartition]],
+) -> tuple[FetchResponseTopic, ...]:
+    grouped: dict[str, list[FetchResponsePartition]] = {}
+    for (topic, _), answer in answers:
+        grouped.setdefault(topic, []).append(answer)
+    return tuple(
+        FetchResponseTopic(topic=topic, partitions=tuple(parts)) for topic, parts in grouped.items()
+    )
+
+
+class FetchSessionCache:
+    def __init__(self, max_slots: int, rng: random.Random) -> None:
+        self._max_slots = max_slots
+        self._rng = rng
+        self._sessions: dict[int, FetchSession] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def session(self, session_id: int) -> FetchSession | None:
+        return self._sessions.get(session_id)
+
+    def new_context(self, request: FetchRequest, *, is_follower: bool, now_ms: int) -> FetchContext:
+        epoch = request.session_epoch
+        if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+            self._sessions.pop(request.session_id, None)
+            kind = ContextKind.FULL if epoch == INITIAL_EPOCH else ContextKind.SESSIONLESS
+            return FetchContext(
+                kind=kind,
+                partitions=list(_requested(request).items()),
+                is_follower=is_follower,
+                cache=self,
+            )
+        session = self._sessions.get(request.session_id)
+        if session is None:
+            return FetchContext(kind=ContextKind.ERROR, partitions=[],
+                                error=Errors.FETCH_SESSION_ID_NOT_FOUND)
+        if session.epoch != epoch:
+            return FetchContext(kind=ContextKind.ERROR, partitions=[],
+                                error=Errors.INVALID_FETCH_SESSION_EPOCH)
+        for name, data in _requested(request).items():
+            cached = session.partitions.get(name)
+            if cached is None:
+                session.partitions[name] = _CachedPartition(data=data)
+            else:
+                cached.data = data
+        for name in _forgotten(request):
+            session.partitions.pop(name, None)
+        if not session.partitions:
+            del self._sessions[session.session_id]
+            return FetchContext(kind=ContextKind.SESSIONLESS, partitions=[], is_follower=is_follower)
+        session.epoch = next_epoch(session.epoch)
+        session.last_used_ms = now_ms
+        return FetchContext(
+            kind=ContextKind.INCREMENTAL,
+            partitions=[(name, cached.data) for name, cached in session.partitions.items()],
+            session=session,
+            is_follower=is_follower,
+        )
+
+    def maybe_create(
+        self, partitions: dict[TopicPartitionName, _CachedPartition], privileged: bool, now_ms: int
+    ) -> int:
+        """A new session's id, or 0 when there is no room (the fetcher stays on full requests)."""
+        if self._max_slots <= 0 or not partitions:
+            return INVALID_SESSION_ID
+        if len(self._sessions) >= self._max_slots and not self._evict_one(privileged, now_ms):
+            return INVALID_SESSION_ID
+        session_id = INVALID_SESSION_ID
+        while session_id == INVALID_SESSION_ID or session_id in self._sessions:
+            session_id = self._rng.randint(1, 2**31 - 1)
+        self._sessions[session_id] = FetchSession(
+            session_id=session_id,
+            privileged=privileged,
+            partitions=partitions,
+            epoch=1,
+            last_used_ms=now_ms,
+        )
+        return session_id
+
+    def _evict_one(self, privileged: bool, now_ms: int) -> bool:
+        by_age = sorted(self._sessions.values(), key=lambda s: s.last_used_ms)
+        victim = next((s for s in by_age if now_ms - s.last_used_ms > EVICTION_MS), None)
+        if victim is None and privileged:
+            victim = next((s for s in by_age if not s.privileged), None)
+        if victim is None:
+            return False
+        del self._sessions[victim.session_id]
+        return True

@@ -1,0 +1,96 @@
+"""When an append starts a new segment: Kafka's ``LogSegment.shouldRoll``, as pure arithmetic.
+
+The file log and the memory log's segment model both ask this before an
+append.  A non-empty active segment rolls when:
+
+* the incoming batches would grow it past ``segment.bytes``;
+* it has waited ``segment.ms`` (minus its jitter) for a roll: the incoming
+  max timestamp minus the max timestamp of its first batch, or, when the first
+  batch has no timestamp, the wall clock minus the segment's creation time;
+* its offset index or time index is full (``segment.index.bytes``);
+* the incoming last offset does not fit in the index's 32-bit relative offset.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from typing import Final
+
+import attrs
+
+from quorum.log.config import LogConfig
+
+__all__ = [
+    "MAX_RELATIVE_OFFSET",
+    "ActiveSegment",
+    "Incoming",
+    "RollReason",
+    "roll_jitter_ms",
+    "should_roll",
+    "time_waited_for_roll",
+]
+
+MAX_RELATIVE_OFFSET: Final = 2**31 - 1
+
+
+class RollReason(enum.Enum):
+    SIZE = "segment.bytes"
+    TIME = "segment.ms"
+    INDEX_FULL = "segment.index.bytes"
+    OFFSET_OVERFLOW = "relative offset overflow"
+
+
+@attrs.frozen(kw_only=True)
+class ActiveSegment:
+    """What the roll rule reads of the active segment."""
+
+    base_offset: int
+    size: int
+    # max timestamp of the first batch, -1 if it has none (or there is no batch)
+    first_batch_timestamp: int
+    created_ms: int
+    roll_jitter_ms: int
+    index_full: bool
+
+
+@attrs.frozen(kw_only=True)
+class Incoming:
+    """What the roll rule reads of the batches about to be appended."""
+
+    size: int
+    last_offset: int
+    max_timestamp: int
+
+
+def time_waited_for_roll(segment: ActiveSegment, *, now_ms: int, max_timestamp: int) -> int:
+    """Kafka's ``timeWaitedForRoll``: by batch timestamps when the first batch has one."""
+    if segment.first_batch_timestamp >= 0:
+        return max_timestamp - segment.first_batch_timestamp
+    return now_ms - segment.created_ms
+
+
+def should_roll(
+    segment: ActiveSegment, incoming: Incoming, *, config: LogConfig, now_ms: int
+) -> RollReason | None:
+    """Why the append of ``incoming`` starts a new segment, or None if it does not."""
+    if segment.size == 0:
+        # an empty segment takes any batch (max.message.bytes bounds a batch, not the segment)
+        return None
+    if segment.size + incoming.size > config.segment_bytes:
+        return RollReason.SIZE
+    waited = time_waited_for_roll(segment, now_ms=now_ms, max_timestamp=incoming.max_timestamp)
+    if waited > config.segment_ms - segment.roll_jitter_ms:
+        return RollReason.TIME
+    if segment.index_full:
+        return RollReason.INDEX_FULL
+    if incoming.last_offset - segment.base_offset > MAX_RELATIVE_OFFSET:
+        return RollReason.OFFSET_OVERFLOW
+    return None
+
+
+def roll_jitter_ms(config: LogConfig, rng: random.Random) -> int:
+    """A new segment's jitter (Kafka's ``randomSegmentJitter``): below ``min(jitter, segment.ms)``."""
+    if config.segment_jitter_ms == 0:
+        return 0
+    return rng.randrange(min(config.segment_jitter_ms, config.segment_ms))
