@@ -26,6 +26,7 @@ the broker's controlled shutdown comes first, then a leader hands over.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from collections.abc import Awaitable, Callable
@@ -44,11 +45,17 @@ from broker.lifecycle import (
 from broker.lifecycle_loop import LifecycleLoop
 from broker.metadata_answers import ListenerView
 from broker.metadata_machine import BrokerMetadataMachine
-from broker.replica_manager import RecordingReplicaManager, ReplicaManager
+from broker.partition_logs import PartitionLogs
+from broker.replica import ReplicaCore
+from broker.replica_driver import ReplicaDriver
+from broker.replica_links import PeerAddress
+from broker.replica_manager import ReplicaManager
 from broker.router import BrokerRouter
 from broker.settings import BrokerListener, BrokerSettings, broker_settings
 from quorum.config import ServerConfig
 from quorum.controller.image import MetadataImage
+from quorum.log.clock import wall_clock_ms
+from quorum.log.log_dir import LogDirectory
 from quorum.metrics import BrokerView, NodeMetrics
 from quorum.node import NodeAddress, NodeSettings, node_settings
 from quorum.node.controller_machine import ControllerMachine
@@ -89,7 +96,20 @@ class BrokerNode(MetadataNode):
             ), "a combined node's two parts share one node id and one metadata log"
         self.settings = settings
         self.controller_settings = controller
-        self.replica_manager = replica_manager or RecordingReplicaManager()
+        # the data plane, unless a test gives its own replica manager
+        self.replicas: ReplicaDriver | None = None
+        self.log_directory: LogDirectory | None = None
+        if replica_manager is None:
+            self.log_directory = LogDirectory(settings.data_log_dir, settings.data_log)
+            self.replicas = ReplicaDriver(
+                ReplicaCore(settings.replica, PartitionLogs(self.log_directory), self._rng),
+                clock_ms=wall_clock_ms,
+                checkpoint=self.log_directory.checkpoint_high_watermarks,
+                checkpoint_interval_ms=settings.high_watermark_checkpoint_interval_ms,
+                request_timeout_ms=settings.raft.request_timeout_ms,
+            )
+            replica_manager = self.replicas
+        self.replica_manager = replica_manager
         self.machine = BrokerMetadataMachine(
             broker_id=settings.node_id,
             replica_manager=self.replica_manager,
@@ -155,6 +175,18 @@ class BrokerNode(MetadataNode):
     async def run(
         self, *, task_status: trio.TaskStatus[NodeAddress] = trio.TASK_STATUS_IGNORED
     ) -> None:
+        try:
+            await self._run(task_status)
+        finally:
+            if self.log_directory is not None:
+                # flushes the logs and writes the checkpoints and the clean-shutdown marker
+                self.log_directory.close(
+                    broker_epoch=self.broker_epoch,
+                    high_watermarks=None if self.replicas is None
+                    else self.replicas.high_watermarks_by_name(),
+                )
+
+    async def _run(self, task_status: trio.TaskStatus[NodeAddress]) -> None:
         controller = self.controller_settings
         if controller is None:
             with self.open_parts(self.settings, self.machine) as parts:
@@ -174,6 +206,13 @@ class BrokerNode(MetadataNode):
             await self._serve_controller(nursery, parts.driver)
             channel = self._controller_channel(parts.driver)
             nursery.start_soon(_close_when_cancelled, channel)
+            if self.replicas is not None:
+                await nursery.start(functools.partial(
+                    self.replicas.run,
+                    controller=channel,
+                    peers=self._peer_address,
+                    client_id=f"pykraft-replica-fetcher-{self.node_id}",
+                ))
             listeners, address = await self._bind()
             try:
                 loop = self._lifecycle = self._lifecycle_loop(parts.driver, parts.clock, address)
@@ -184,6 +223,9 @@ class BrokerNode(MetadataNode):
                     loop.begin_shutdown()
                 await _first_of(loop.running, self._stop)
                 self.address = address
+                if loop.running.is_set() and self.replicas is not None:
+                    # registered and caught up: the image's partitions may be hosted now
+                    self.replicas.activate()
                 if loop.running.is_set():
                     # Kafka's broker takes client connections once unfenced, not before
                     serving, listeners = listeners, []
@@ -230,6 +272,18 @@ class BrokerNode(MetadataNode):
             client_id=f"pykraft-broker-{self.node_id}",
         )
         return self.controller_channel
+
+    def _peer_address(self, broker_id: int) -> PeerAddress | None:
+        """Where another broker takes replica fetches: its inter-broker listener."""
+        registration = self.machine.image.broker(broker_id)
+        if registration is None or not registration.listeners:
+            return None
+        endpoint = registration.listener(self.settings.inter_broker_listener_name)
+        if endpoint is None:
+            endpoint = registration.listener(self.settings.listener_name)
+        if endpoint is None:
+            endpoint = registration.listeners[0]
+        return PeerAddress(endpoint.host, endpoint.port)
 
     def _lifecycle_loop(
         self, driver: CoreDriver, clock: NodeClock, address: NodeAddress
@@ -285,6 +339,7 @@ class BrokerNode(MetadataNode):
             forwarder=forwarder,
             nursery=nursery,
             static_configs=settings.static_configs,
+            replicas=self.replicas,
         )
         await serve_listener(nursery, listeners, router, max_frame_bytes=settings.max_request_bytes)
         logger.info("broker %d ready: %s", self.node_id, address)

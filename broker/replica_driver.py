@@ -34,13 +34,15 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import attrs
 import trio
 
-from broker.controller_channel import BrokerControllerChannel, ControllerLane
-from broker.errors import ControllerUnavailableError
+from broker.controller_channel import (
+    BrokerControllerChannel,
+    ControllerLane,
+    ControllerUnavailableError,
+)
 from broker.replica import OutboundAlterPartition, ReplicaCore, ReplicaOutput
 from broker.replica_links import FetchLinks, PeerAddress
 from broker.replica_manager import PartitionAssignment
@@ -70,7 +72,7 @@ class ReplicaDriver:
         core: ReplicaCore,
         *,
         clock_ms: Callable[[], int],
-        checkpoint: Callable[[dict[Any, int]], None] | None = None,
+        checkpoint: Callable[[dict[tuple[str, int], int]], None] | None = None,
         apply_slice: int = 1_000,
         checkpoint_interval_ms: int = 5_000,
         request_timeout_ms: int = 30_000,
@@ -106,6 +108,10 @@ class ReplicaDriver:
     @property
     def pending_changes(self) -> int:
         return sum(len(c.changed) + len(c.removed) for c in self._pending)
+
+    def high_watermarks_by_name(self) -> dict[tuple[str, int], int]:
+        """Every hosted partition's high watermark, as the checkpoint file names them."""
+        return {(p.topic, p.index): p.high_watermark for p in self.core.partitions}
 
     def activate(self) -> None:
         """The broker is registered and caught up: start applying the image's changes."""
@@ -206,18 +212,21 @@ class ReplicaDriver:
                 await self._pending_wake.wait()
             changes = self._pending.popleft()
             # removals first, then the changes, each in bounded slices
-            for start in range(0, len(changes.removed), self._apply_slice):
-                part = changes.removed[start:start + self._apply_slice]
-                self._step(lambda now, part=part: self.core.apply_changes(  # type: ignore[misc]
-                    (), part, changes.image, now
-                ))
+            size = self._apply_slice
+            for start in range(0, len(changes.removed), size):
+                self._apply_part((), changes.removed[start:start + size], changes.image)
                 await trio.lowlevel.checkpoint()
-            for start in range(0, max(len(changes.changed), 1), self._apply_slice):
-                part = changes.changed[start:start + self._apply_slice]
-                self._step(lambda now, part=part: self.core.apply_changes(  # type: ignore[misc]
-                    part, (), changes.image, now
-                ))
+            for start in range(0, max(len(changes.changed), 1), size):
+                self._apply_part(changes.changed[start:start + size], (), changes.image)
                 await trio.lowlevel.checkpoint()
+
+    def _apply_part(
+        self,
+        changed: Sequence[PartitionAssignment],
+        removed: Sequence[PartitionAssignment],
+        image: MetadataImage,
+    ) -> None:
+        self._step(lambda now: self.core.apply_changes(changed, removed, image, now))
 
     async def _alter_partition(self, outbound: OutboundAlterPartition) -> None:
         assert self._controller is not None
@@ -245,7 +254,7 @@ class ReplicaDriver:
     async def _write_checkpoint(self) -> None:
         assert self._checkpoint is not None
         self._hw_dirty = False
-        marks = self.core.high_watermarks()
+        marks = self.high_watermarks_by_name()
         try:
             await trio.to_thread.run_sync(self._checkpoint, marks)
         except OSError as exc:

@@ -22,8 +22,11 @@ from typing import Final
 import attrs
 
 from broker.errors import BrokerStartupError
+from broker.replica import ReplicaConfig
 from quorum.config import Endpoint, SecurityProtocol, ServerConfig
 from quorum.controller.results import ControllerConfig
+from quorum.log import LogConfig
+from quorum.log.config import data_log_config
 from quorum.node.settings import (
     RaftNodeSettings,
     controller_config,
@@ -80,6 +83,13 @@ class BrokerSettings(RaftNodeSettings):
     initial_registration_timeout_ms: int
     # the broker-level config values this node reports for itself (DescribeConfigs)
     static_configs: ControllerConfig
+    # the data plane: where partition logs live (the first of log.dirs), their default
+    # config (the topic configs' server defaults), the replica core's settings
+    data_log_dir: Path
+    data_log: LogConfig
+    replica: ReplicaConfig
+    inter_broker_listener_name: str
+    high_watermark_checkpoint_interval_ms: int
 
     @property
     def served_listener(self) -> BrokerListener:
@@ -121,6 +131,11 @@ def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
         session_timeout_ms=config.broker_session_timeout_ms,
         initial_registration_timeout_ms=config.initial_broker_registration_timeout_ms,
         static_configs=controller_config(config, cluster_id),
+        data_log_dir=Path(config.log_dirs[0]),
+        data_log=attrs.evolve(data_log_config(config), max_message_bytes=config.message_max_bytes),
+        replica=replica_config(config),
+        inter_broker_listener_name=config.inter_broker_listener_name,
+        high_watermark_checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
         metadata_partition_dir=Path(config.metadata_log_dir) / METADATA_PARTITION_DIR,
         raft=metadata_raft_config(config),
         log=metadata_log_config(config),
@@ -129,6 +144,23 @@ def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
         snapshot_max_interval_ms=config.metadata_snapshot_max_interval_ms,
         metrics_listener=config.metrics_http_listener,
         reconnect_backoff_max_ms=reconnect_backoff_max_ms(config),
+    )
+
+
+def replica_config(config: ServerConfig) -> ReplicaConfig:
+    """The replica core's settings (Kafka's ``replica.*`` keys and the topic defaults)."""
+    return ReplicaConfig(
+        broker_id=config.node_id,
+        replica_lag_time_max_ms=config.replica_lag_time_max_ms,
+        replica_fetch_max_bytes=config.replica_fetch_max_bytes,
+        replica_fetch_response_max_bytes=config.replica_fetch_response_max_bytes,
+        replica_fetch_wait_max_ms=config.replica_fetch_wait_max_ms,
+        replica_fetch_min_bytes=config.replica_fetch_min_bytes,
+        replica_fetch_backoff_ms=config.replica_fetch_backoff_ms,
+        max_incremental_fetch_session_cache_slots=config.max_incremental_fetch_session_cache_slots,
+        min_insync_replicas=config.min_insync_replicas,
+        message_max_bytes=config.message_max_bytes,
+        log_append_time=config.log_message_timestamp_type == "LogAppendTime",
     )
 
 

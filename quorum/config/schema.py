@@ -41,6 +41,7 @@ __all__ = [
     "InvalidValue",
     "Setting",
     "at_least",
+    "one_of",
     "between",
     "csv_entries",
     "setting",
@@ -103,6 +104,15 @@ STRING: Final = _string
 def csv_entries(text: str) -> list[str]:
     """Kafka's LIST type: comma-separated, blanks around commas dropped."""
     return [] if not text else [entry.strip() for entry in text.split(",")]
+
+
+def one_of(*choices: str) -> Check:
+    """Kafka's ValidString.in: the value must be one of ``choices`` (case-sensitive)."""
+
+    def check(value: str) -> str | None:
+        return None if value in choices else f"String must be one of: {', '.join(choices)}"
+
+    return check
 
 
 def at_least(minimum: int) -> Check:

@@ -20,6 +20,7 @@ from quorum.config.schema import (
     STRING,
     InvalidValue,
     at_least,
+    one_of,
     setting,
 )
 from quorum.config.values import (
@@ -122,6 +123,15 @@ class ServerConfig:
     broker_heartbeat_interval_ms: int = setting("broker.heartbeat.interval.ms", INT, "2000", at_least(1))
     broker_session_timeout_ms: int = setting("broker.session.timeout.ms", INT, "9000", at_least(1))
     replica_lag_time_max_ms: int = setting("replica.lag.time.max.ms", LONG, "30000", at_least(1))
+    replica_fetch_max_bytes: int = setting("replica.fetch.max.bytes", INT, "1048576", at_least(0))
+    replica_fetch_response_max_bytes: int = setting("replica.fetch.response.max.bytes", INT, "10485760", at_least(0))
+    replica_fetch_wait_max_ms: int = setting("replica.fetch.wait.max.ms", INT, "500", at_least(0))
+    replica_fetch_min_bytes: int = setting("replica.fetch.min.bytes", INT, "1")
+    replica_fetch_backoff_ms: int = setting("replica.fetch.backoff.ms", INT, "1000", at_least(0))
+    replica_high_watermark_checkpoint_interval_ms: int = setting("replica.high.watermark.checkpoint.interval.ms", LONG, "5000", at_least(1))
+    max_incremental_fetch_session_cache_slots: int = setting("max.incremental.fetch.session.cache.slots", INT, "1000", at_least(0))
+    message_max_bytes: int = setting("message.max.bytes", INT, "1048588", at_least(0))
+    log_message_timestamp_type: str = setting("log.message.timestamp.type", STRING, "CreateTime", one_of("CreateTime", "LogAppendTime"))
     num_partitions: int = setting("num.partitions", INT, "1", at_least(1))
     default_replication_factor: int = setting("default.replication.factor", INT, "1", at_least(1))
     # unset: Kafka's 1 for brokers, while the controller gives new topics a majority

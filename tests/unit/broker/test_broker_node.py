@@ -19,7 +19,6 @@ from broker import (
     BrokerStartupError,
     BrokerState,
     PartitionRole,
-    RecordingReplicaManager,
 )
 from broker.process import ready_line
 from quorum.client import TrioKafkaConnection
@@ -150,15 +149,24 @@ async def _create_topic_and_follow_it(controller: ControllerNode, broker: Broker
         )
     assert [t.error_code for t in answer.topics] == [Errors.NONE]
     image = await broker.machine.wait_for(lambda image: image.topic("orders") is not None)
-    manager = broker.replica_manager
-    assert isinstance(manager, RecordingReplicaManager)
-    assert sorted(manager.table) == sorted(broker.machine.assignments)
-    roles = sorted((a.topic, a.partition, a.role) for a in manager.table.values())
+    roles = sorted((a.topic, a.partition, a.role) for a in broker.machine.assignments.values())
     assert roles == [("orders", i, PartitionRole.LEADER) for i in range(3)]
+    assert await hosted_leaders(broker, 3) == [("orders", i) for i in range(3)]
     # nothing else is written now: the broker catches up with the controller's image
     committed = await same_offset(controller, broker)
     assert image_digest(committed) == image_digest(broker.machine.image)
     assert image.provenance.offset <= committed.provenance.offset
+
+
+async def hosted_leaders(broker: BrokerNode, count: int) -> list[tuple[str, int]]:
+    """The partitions the broker's replica core leads, once it leads ``count`` of them (the
+    driver applies the image's changes in its own task, a moment after the image)."""
+    assert broker.replicas is not None
+    core = broker.replicas.core
+    with trio.fail_after(10):
+        while len(led := sorted((p.topic, p.index) for p in core.partitions if p.is_leader)) < count:
+            await trio.sleep(0.01)
+    return led
 
 
 async def same_offset(controller: ControllerNode, broker: BrokerNode) -> MetadataImage:
@@ -184,7 +192,9 @@ async def _ask_the_broker_listener(broker: BrokerNode) -> None:
         broker.address.host, broker.address.port
     ) as conn:
         assert conn.server_versions is not None
-        assert set(conn.server_versions) == {3, 18, 19, 20, 32, 37, 43, 44, 45, 46, 55, 60, 10001}
+        assert set(conn.server_versions) == {
+        0, 1, 2, 3, 18, 19, 20, 23, 32, 37, 43, 44, 45, 46, 55, 60, 10001
+    }
         metadata = await conn.request(MetadataRequest(topics=None), version=12)
         described = await conn.request(DescribeClusterRequest(endpoint_type=1))
         unknown = await conn.request(
@@ -307,10 +317,10 @@ async def test_a_combined_node_registers_its_own_broker_and_leads_a_topic_it_cre
             assert [t.error_code for t in answer.topics] == [Errors.NONE]
             image = await _until(node, lambda: node.image, lambda i: len(i.partitions_led_by(1)) == 2)
             assert [(t.name, i) for t, i in image.partitions_led_by(1)] == [("solo", 0), ("solo", 1)]
-            manager = node.replica_manager
-            assert isinstance(manager, RecordingReplicaManager)
-            roles = sorted((a.topic, a.partition, a.role) for a in manager.table.values())
+            assignments = node.machine.assignments.values()
+            roles = sorted((a.topic, a.partition, a.role) for a in assignments)
             assert roles == [("solo", i, PartitionRole.LEADER) for i in range(2)]
+            assert await hosted_leaders(node, 2) == [("solo", 0), ("solo", 1)]
             # one log, two machines fed by the same Ready: the same image at the same offset
             committed = machine.controller.committed
             assert committed.provenance.offset == node.machine.image_offset
