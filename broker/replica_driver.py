@@ -93,6 +93,8 @@ class ReplicaDriver:
         self._links: FetchLinks | None = None
         self._hw_dirty = False
         self.steps = 0
+        # set (and replaced) after each slice of the image's changes is applied
+        self.applied = trio.Event()
 
     # -- the ReplicaManager side (the Raft core's task: no waiting) --------------------------
 
@@ -227,6 +229,8 @@ class ReplicaDriver:
         image: MetadataImage,
     ) -> None:
         self._step(lambda now: self.core.apply_changes(changed, removed, image, now))
+        self.applied.set()
+        self.applied = trio.Event()
 
     async def _alter_partition(self, outbound: OutboundAlterPartition) -> None:
         assert self._controller is not None

@@ -165,7 +165,7 @@ async def hosted_leaders(broker: BrokerNode, count: int) -> list[tuple[str, int]
     core = broker.replicas.core
     with trio.fail_after(10):
         while len(led := sorted((p.topic, p.index) for p in core.partitions if p.is_leader)) < count:
-            await trio.sleep(0.01)
+            await broker.replicas.applied.wait()
     return led
 
 
