@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from deploy import LocalCluster
 
 from .admin_checks import check_partitions, eventually
+from .records import PARTITIONS, check_read_back, records
 
 TIMEOUT_S = 20
 
@@ -45,3 +53,46 @@ def test_topics_created_described_and_deleted(admin: AdminClient, cluster: Local
     eventually(
         lambda: "cf-admin" not in admin.list_topics(timeout=TIMEOUT_S).topics, "cf-admin gone"
     )
+
+
+@pytest.mark.parametrize("acks", ["all", "1", "0"])
+def test_records_produced_are_consumed(admin: AdminClient, bootstrap: str, acks: str) -> None:
+    topic = f"cf-data-{acks}"
+    (created,) = admin.create_topics([NewTopic(topic, PARTITIONS, 3)]).values()
+    assert created.result(TIMEOUT_S) is None
+    sent = records(topic)
+    acknowledged: dict[bytes, tuple[int, int]] = {}
+    failures: list[object] = []
+
+    def delivered(err: object, msg: Message) -> None:
+        if err is not None:
+            failures.append(err)
+        elif acks != "0":
+            acknowledged[msg.value()] = (msg.partition(), msg.offset())  # type: ignore[index]
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5})
+    for key, value in sent:
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, on_delivery=delivered)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.1)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    assert failures == []
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": topic, "enable.auto.commit": False,
+    })
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    read: list[tuple[int, int, bytes | None, bytes | None]] = []
+
+    def read_all() -> bool:
+        for msg in consumer.consume(1000, timeout=0.5):
+            assert msg.error() is None, msg.error()
+            read.append((msg.partition(), msg.offset(), msg.key(), msg.value()))  # type: ignore[arg-type]
+        return len(read) >= len(sent)
+
+    eventually(read_all, f"{len(sent)} records of {topic} read back", 60)
+    consumer.close()
+    check_read_back(sent, read, acknowledged if acks != "0" else None)
