@@ -117,6 +117,9 @@ class BrokerNode(MetadataNode):
             snapshot_max_bytes=settings.snapshot_max_bytes if controller is None else sys.maxsize,
             snapshot_max_interval_ms=settings.snapshot_max_interval_ms if controller is None else 0,
         )
+        if self.replicas is not None:
+            replicas = self.replicas
+            self.machine.subscribe(lambda _old, new: replicas.image_published(new))
         self.controller_machine: ControllerMachine | None = None
         self.controller_address: NodeAddress | None = None
         self.incarnation_id = random_uuid()  # one per process start
@@ -130,15 +133,20 @@ class BrokerNode(MetadataNode):
         *,
         seed: int | None = None,
         fsync: FsyncPlacement = FsyncPlacement.WORKER_THREAD,
+        replica_manager: ReplicaManager | None = None,
     ) -> BrokerNode:
         """Check the storage and map the config; raises BrokerStartupError or StorageError.
 
-        ``process.roles=broker,controller`` gives a combined node.
+        ``process.roles=broker,controller`` gives a combined node. ``replica_manager``
+        (tests only) replaces the data plane: the broker then hosts no partition data.
         """
         cluster_id = storage_cluster_id(config)
         settings = broker_settings(config, cluster_id)
         controller = node_settings(config, cluster_id) if config.is_controller else None
-        return cls(settings, controller=controller, seed=seed, fsync=fsync)
+        return cls(
+            settings, controller=controller, seed=seed, fsync=fsync,
+            replica_manager=replica_manager,
+        )
 
     # -- views ------------------------------------------------------------------------------
 

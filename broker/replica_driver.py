@@ -107,6 +107,13 @@ class ReplicaDriver:
         self._pending.append(_Changes(tuple(changed), tuple(removed), image))
         self._pending_wake.set()
 
+    def image_published(self, image: MetadataImage) -> None:
+        """Every new image, changed assignments or not: the core judges ISR eligibility (a
+        broker registered again, unfenced or shutting down) by the latest image."""
+        if not self._pending or self._pending[-1].image is not image:
+            self._pending.append(_Changes((), (), image))
+            self._pending_wake.set()
+
     @property
     def pending_changes(self) -> int:
         return sum(len(c.changed) + len(c.removed) for c in self._pending)

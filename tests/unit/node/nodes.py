@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from broker import BrokerNode
+from broker import BrokerNode, RecordingReplicaManager
 from quorum.client import TrioKafkaConnection
 from quorum.config import ServerConfig, load_server_config
 from quorum.controller.image import MetadataImage
@@ -160,12 +160,19 @@ def broker_config(root: Path, broker_id: int, controller_port: int) -> ServerCon
 
 
 def controller_and_brokers(
-    root: Path, broker_ids: Sequence[int]
+    root: Path, broker_ids: Sequence[int], *, without_data: Collection[int] = ()
 ) -> tuple[int, ControllerNode, list[BrokerNode]]:
-    """A one-voter controller (its port) and brokers of its quorum, none started yet."""
+    """A one-voter controller (its port) and brokers of its quorum, none started yet; the
+    brokers in ``without_data`` host no partition data (their replicas never catch up)."""
     [port] = free_ports(1)
     controller = ControllerNode.from_config(
         controller_config(root, 1, [port], extra=LIVENESS), seed=1
     )
-    brokers = [BrokerNode.from_config(broker_config(root, b, port), seed=b) for b in broker_ids]
+    brokers = [
+        BrokerNode.from_config(
+            broker_config(root, b, port), seed=b,
+            replica_manager=RecordingReplicaManager() if b in without_data else None,
+        )
+        for b in broker_ids
+    ]
     return port, controller, brokers
