@@ -28,6 +28,7 @@ from typing import Final
 import attrs
 import trio
 
+from broker.controller_channel import BrokerControllerChannel
 from broker.lifecycle import (
     BrokerLifecycle,
     BrokerState,
@@ -154,18 +155,33 @@ class SimulatedBrokers:
         self._token = trio.lowlevel.current_trio_token()
         clock = NodeClock()
         voters = self._settings[0].voters
+        channels: list[BrokerControllerChannel] = []
         with trio.CancelScope() as self._cancel:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._poll_committed, voters)
-                for settings in self._settings:
-                    lifecycle = BrokerLifecycle(lifecycle_config(settings), clock.now_ms())
-                    loop = LifecycleLoop(
-                        lifecycle, voters=settings.voters, leader_id=lambda: None,
-                        image_offset=self._image_offset(lifecycle), clock=clock,
-                    )
-                    self._loops.append(loop)
-                    nursery.start_soon(loop.run)
-                self._started.set()
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._poll_committed, voters)
+                    for settings in self._settings:
+                        lifecycle = BrokerLifecycle(lifecycle_config(settings), clock.now_ms())
+                        channel = BrokerControllerChannel(
+                            settings.voters,
+                            leader_id=lambda: None,
+                            client_id=f"simulated-broker-{settings.node_id}",
+                        )
+                        channels.append(channel)
+                        loop = LifecycleLoop(
+                            lifecycle,
+                            channel=channel,
+                            leader_id=lambda: None,
+                            image_offset=self._image_offset(lifecycle),
+                            clock=clock,
+                        )
+                        self._loops.append(loop)
+                        nursery.start_soon(loop.run)
+                    self._started.set()
+            finally:
+                with trio.CancelScope(shield=True):
+                    for channel in channels:
+                        await channel.aclose()
 
     def _image_offset(self, lifecycle: BrokerLifecycle) -> _ImageOffset:
         return _ImageOffset(self._committed, lifecycle)

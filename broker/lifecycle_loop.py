@@ -1,7 +1,8 @@
 """``LifecycleLoop``: the trio task that carries ``BrokerLifecycle``'s requests.
 
-One task, one request in flight, one connection at a time (to the controller
-the lifecycle picked; a different pick reconnects). Each request is bounded
+One task, one request in flight, sent through the lifecycle lane of the
+broker's controller channel to the controller the lifecycle picked (a
+different pick reconnects). Each request is bounded
 by the lifecycle's request timeout (at most half the session timeout); a
 timeout or a broken connection is reported as a failure and the connection
 is dropped. Between requests the task sleeps until the lifecycle's next
@@ -14,13 +15,14 @@ exit (no registration in time, or refused by the cluster).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import trio
 
+from broker.controller_channel import BrokerControllerChannel, ControllerLane
 from broker.errors import BrokerStartupError
 from broker.lifecycle import BrokerLifecycle, BrokerState, Outgoing
-from quorum.client import ClientError, TrioKafkaConnection
+from quorum.client import ClientError
 from quorum.node.driver import NodeClock
 
 __all__ = ["LifecycleLoop"]
@@ -33,18 +35,16 @@ class LifecycleLoop:
         self,
         lifecycle: BrokerLifecycle,
         *,
-        voters: Mapping[int, tuple[str, int]],
+        channel: BrokerControllerChannel,
         leader_id: Callable[[], int | None],
         image_offset: Callable[[], int],
         clock: NodeClock,
     ) -> None:
         self.lifecycle = lifecycle
-        self._voters = voters
+        self._channel = channel
         self._leader_id = leader_id
         self._image_offset = image_offset
         self._clock = clock
-        self._conn: TrioKafkaConnection | None = None
-        self._conn_to: int | None = None
         self._wake = trio.Event()
         self._shutdown_asked = False
         self._reported: tuple[BrokerState, int, str | None] | None = None
@@ -64,11 +64,8 @@ class LifecycleLoop:
         self._wake.set()
 
     async def run(self) -> None:
-        try:
-            while await self._step():
-                pass
-        finally:
-            await self._disconnect()
+        while await self._step():
+            pass
 
     async def _step(self) -> bool:
         """One turn: timers, then a request or a sleep. False once the broker may stop."""
@@ -99,35 +96,18 @@ class LifecycleLoop:
         timeout_ms = self.lifecycle.config.effective_request_timeout_ms
         try:
             with trio.fail_after(timeout_ms / 1000):
-                conn = await self._connection(out.destination)
-                response = await conn.request(out.request)
+                response = await self._channel.send_once(
+                    ControllerLane.LIFECYCLE, out.destination, out.request
+                )
         except trio.TooSlowError:
-            await self._failed(f"no answer within {timeout_ms} ms")
+            self._failed(f"no answer within {timeout_ms} ms")
         except ClientError as exc:
-            await self._failed(str(exc))
+            self._failed(str(exc))
         else:
             self.lifecycle.on_response(response, self._clock.now_ms(), self._leader_id())
 
-    async def _failed(self, reason: str) -> None:
-        await self._disconnect()
+    def _failed(self, reason: str) -> None:
         self.lifecycle.on_failure(self._clock.now_ms(), reason, self._leader_id())
-
-    async def _connection(self, destination: int) -> TrioKafkaConnection:
-        if self._conn is not None and self._conn_to == destination and not self._conn.is_closed:
-            return self._conn
-        await self._disconnect()
-        host, port = self._voters[destination]
-        self._conn = await TrioKafkaConnection.connect(
-            host, port, client_id=f"pykraft-broker-{self.lifecycle.config.broker_id}"
-        )
-        self._conn_to = destination
-        return self._conn
-
-    async def _disconnect(self) -> None:
-        conn, self._conn, self._conn_to = self._conn, None, None
-        if conn is not None:
-            with trio.CancelScope(shield=True):
-                await conn.aclose()
 
     def _report(self) -> None:
         """Log what changed since the last turn, and wake whoever waits on the state."""

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from broker.controller_channel import BrokerControllerChannel
 from broker.forwarding import ControllerForwarder
 from broker.lifecycle import (
     BrokerLifecycle,
@@ -100,6 +101,7 @@ class BrokerNode(MetadataNode):
         self.controller_address: NodeAddress | None = None
         self.incarnation_id = random_uuid()  # one per process start
         self._lifecycle: LifecycleLoop | None = None
+        self.controller_channel: BrokerControllerChannel
 
     @classmethod
     def from_config(
@@ -170,6 +172,8 @@ class BrokerNode(MetadataNode):
             await parts.start(nursery)
             await self.serve_metrics(nursery, self.settings, self._metrics(parts))
             await self._serve_controller(nursery, parts.driver)
+            channel = self._controller_channel(parts.driver)
+            nursery.start_soon(_close_when_cancelled, channel)
             listeners, address = await self._bind()
             try:
                 loop = self._lifecycle = self._lifecycle_loop(parts.driver, parts.clock, address)
@@ -218,6 +222,15 @@ class BrokerNode(MetadataNode):
         )
         logger.info("node %d ready: %s", self.node_id, self.controller_address)
 
+    def _controller_channel(self, driver: CoreDriver) -> BrokerControllerChannel:
+        """The one way this broker reaches the active controller (the quorum's leader)."""
+        self.controller_channel = BrokerControllerChannel(
+            self.settings.voters,
+            leader_id=lambda: driver.leader.leader_id,
+            client_id=f"pykraft-broker-{self.node_id}",
+        )
+        return self.controller_channel
+
     def _lifecycle_loop(
         self, driver: CoreDriver, clock: NodeClock, address: NodeAddress
     ) -> LifecycleLoop:
@@ -240,7 +253,7 @@ class BrokerNode(MetadataNode):
         )
         return LifecycleLoop(
             BrokerLifecycle(config, clock.now_ms()),
-            voters=settings.voters,
+            channel=self.controller_channel,
             leader_id=lambda: driver.leader.leader_id,
             image_offset=lambda: self.machine.image_offset,
             clock=clock,
@@ -265,21 +278,24 @@ class BrokerNode(MetadataNode):
             listener_name=address.listener_name, host=address.host, port=address.port,
             rack=settings.rack,
         )
-        forwarder = ControllerForwarder(settings.voters)
-        nursery.start_soon(_close_when_cancelled, forwarder)
+        forwarder = ControllerForwarder(self.controller_channel, image_wait=self.machine.wait_for)
         router = BrokerRouter(
-            view=view, image=lambda: self.machine.image, forwarder=forwarder, nursery=nursery
+            view=view,
+            image=lambda: self.machine.image,
+            forwarder=forwarder,
+            nursery=nursery,
+            static_configs=settings.static_configs,
         )
         await serve_listener(nursery, listeners, router, max_frame_bytes=settings.max_request_bytes)
         logger.info("broker %d ready: %s", self.node_id, address)
 
 
-async def _close_when_cancelled(forwarder: ControllerForwarder) -> None:
+async def _close_when_cancelled(channel: BrokerControllerChannel) -> None:
     try:
         await trio.sleep_forever()
     finally:
         with trio.CancelScope(shield=True):
-            await forwarder.aclose()
+            await channel.aclose()
 
 
 async def _run_then_set(fn: Callable[[], Awaitable[None]], done: trio.Event) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import trio
 
 from broker import BrokerNode
+from broker.controller_channel import BrokerControllerChannel
 from broker.forwarding import ControllerForwarder
 from quorum.client import TrioKafkaConnection
 from quorum.describe import describe_quorum_request, quorum_info_from_response
@@ -18,6 +19,7 @@ from quorum.wire.messages import (
     CreateTopicsRequestTopic,
     DeleteTopicsRequest,
     MetadataRequest,
+    MetadataRequestTopic,
 )
 
 from ..node.nodes import controller_image_until, free_ports, wait_for_leader
@@ -54,6 +56,11 @@ async def test_topics_created_and_deleted_through_a_broker_and_many_at_once(
                 answer = await conn.request(create("orders"))
                 assert [t.error_code for t in answer.topics] == [Errors.NONE]
                 assert answer.topics[0].num_partitions == 2
+                # answered once the broker's own image has it: read back at once
+                found = await conn.request(
+                    MetadataRequest(topics=(MetadataRequestTopic(name="orders"),)), version=12
+                )
+                assert [(t.error_code, len(t.partitions)) for t in found.topics] == [(0, 2)]
                 again = await conn.request(create("orders"))
                 assert [t.error_code for t in again.topics] == [Errors.TOPIC_ALREADY_EXISTS]
                 # a timeout the client left at zero or below: the broker waits its default
@@ -79,6 +86,10 @@ async def test_topics_created_and_deleted_through_a_broker_and_many_at_once(
                 gone = await conn.request(DeleteTopicsRequest(topic_names=("orders",),
                                                               timeout_ms=10_000), version=4)
                 assert [r.error_code for r in gone.responses] == [Errors.NONE]
+                found = await conn.request(
+                    MetadataRequest(topics=(MetadataRequestTopic(name="orders"),)), version=12
+                )
+                assert [t.error_code for t in found.topics] == [Errors.UNKNOWN_TOPIC_OR_PARTITION]
             await controller_image_until(controller, lambda i: i.topic("orders") is None)
 
 
@@ -126,12 +137,15 @@ async def test_describe_quorum_through_a_broker_is_the_quorum_leaders_answer(
 
 async def test_a_describe_quorum_no_controller_answers_gets_request_timed_out() -> None:
     (unused_port,) = free_ports(1)
-    forwarder = ControllerForwarder({1: ("127.0.0.1", unused_port)}, default_timeout_ms=300)
+    channel = BrokerControllerChannel(
+        {1: ("127.0.0.1", unused_port)}, leader_id=lambda: 1, client_id="test"
+    )
+    forwarder = ControllerForwarder(channel, default_timeout_ms=300)
     with trio.fail_after(DEADLINE_S):
         start = trio.current_time()
         answer = await forwarder.forward(describe_quorum_request(), 2)
         waited = trio.current_time() - start
-        await forwarder.aclose()
+        await channel.aclose()
     # DescribeQuorum carries no timeout: the forwarder's own default bounds it
     assert answer.error_code == Errors.REQUEST_TIMED_OUT
     assert answer.error_message

@@ -2,7 +2,8 @@
 
 It serves ApiVersions and DescribeCluster, answering DescribeCluster with
 ``cluster_id = "type-<endpoint_type>"`` so a caller can tell its answer from
-others. A request with ``include_cluster_authorized_operations`` is held
+others (prefixed with the server's ``label``, and carrying its
+``error_code``). A request with ``include_cluster_authorized_operations`` is held
 until ``release`` is set; ``endpoint_type == 99`` makes it close the
 connection instead of answering, ``endpoint_type == 98`` makes it send
 nothing back and read on (as a broker does for Produce with acks=0).
@@ -36,15 +37,23 @@ TABLE = {18: (0, 4), 60: (0, 1)}
 
 
 class TinyServer:
-    def __init__(self) -> None:
+    def __init__(self, label: str = "") -> None:
+        self.label = label
+        self.error_code = 0
         self.release = trio.Event()
         self.port = 0
         self.requests_seen = 0
+        self._arrived = trio.Event()
 
     async def start(self, nursery: trio.Nursery) -> int:
         listeners = await nursery.start(partial(trio.serve_tcp, self._handle, 0, host="127.0.0.1"))
         self.port = listeners[0].socket.getsockname()[1]
         return self.port
+
+    async def until_seen(self, count: int) -> None:
+        """Until ``count`` requests (of any connection) have arrived."""
+        while self.requests_seen < count:
+            await self._arrived.wait()
 
     async def _handle(self, stream: trio.SocketStream) -> None:
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -58,6 +67,8 @@ class TinyServer:
                 while (frame := decoder.next_frame()) is not None:
                     header, message = decode_request(frame)
                     self.requests_seen += 1
+                    self._arrived.set()
+                    self._arrived = trio.Event()
                     answer = await self._answer(message)
                     if answer is None:
                         return
@@ -84,7 +95,9 @@ class TinyServer:
             return _NO_ANSWER
         if message.include_cluster_authorized_operations:
             await self.release.wait()
-        return DescribeClusterResponse(cluster_id=f"type-{message.endpoint_type}")
+        return DescribeClusterResponse(
+            error_code=self.error_code, cluster_id=f"{self.label}type-{message.endpoint_type}"
+        )
 
 
 def closed_port() -> int:
