@@ -97,6 +97,8 @@ class Consumer:
             await self.aclose()
         finally:
             await self._stack.aclose()
+            # after the nursery: no task can open a connection any more
+            await self._client.aclose()
 
     async def aclose(self) -> None:
         if self._closed:
@@ -104,7 +106,8 @@ class Consumer:
         self._closed = True
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
-        await self._client.aclose()
+        else:
+            await self._client.aclose()
 
     # -- assignment and positions --------------------------------------------------------
 

@@ -73,8 +73,15 @@ class ConnectionPool:
             conn = self.open_connection(address)
             if conn is not None:
                 return conn
+            stale = self._conns.pop(address, None)
+            if stale is not None:
+                await stale.aclose()  # broken already; closing frees its socket now
             await trio.sleep(self._backoff.wait_ms(address, now_ms()) / 1000)
             conn = await self._connect(host, port, address)
+            if self._closed:
+                # the pool closed while this connection was being opened
+                await conn.aclose()
+                raise ClientClosedError("the client is closed")
             self._conns[address] = conn
             return conn
 
@@ -115,10 +122,11 @@ class ConnectionPool:
                 problems.append(exc.detail or str(exc))
         raise KafkaError(Errors.NETWORK_EXCEPTION, "no broker reachable: " + "; ".join(problems))
 
-    async def drop(self, address: str) -> None:
-        conn = self._conns.pop(address, None)
-        if conn is not None:
-            await conn.aclose()
+    async def drop(self, conn: TrioKafkaConnection) -> None:
+        """Close ``conn`` and forget it (if the pool still holds it, not a newer one)."""
+        if self._conns.get(conn.address) is conn:
+            del self._conns[conn.address]
+        await conn.aclose()
 
     async def aclose(self) -> None:
         self._closed = True
@@ -157,7 +165,7 @@ class KafkaClient:
             with trio.fail_after(limit / 1000):
                 return await conn.request(message, version=version)
         except trio.TooSlowError:
-            await self.pool.drop(conn.address)
+            await self.pool.drop(conn)
             raise KafkaError(
                 Errors.REQUEST_TIMED_OUT,
                 f"no answer to {type(message).__name__} from {conn.address} within {limit} ms",
@@ -165,7 +173,7 @@ class KafkaClient:
         except UnsupportedVersionError as exc:
             raise KafkaError(Errors.UNSUPPORTED_VERSION, f"{conn.address}: {exc}") from None
         except ClientError as exc:
-            await self.pool.drop(conn.address)
+            await self.pool.drop(conn)
             raise KafkaError(Errors.NETWORK_EXCEPTION, f"{conn.address}: {exc}") from None
 
     async def broker_connection(self, broker: BrokerInfo) -> TrioKafkaConnection:

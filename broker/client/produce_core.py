@@ -35,7 +35,6 @@ from broker.client.cluster import ClusterView
 from broker.client.errors import KafkaError
 from broker.client.partitioner import StickyPartitioner, partition_for_key
 from broker.client.types import TopicPartition
-from quorum.wire.compression import Compression
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     ProduceRequest,
@@ -99,13 +98,18 @@ def choose_partition(
 
 
 def build_produce_request(
-    batches: Sequence[ProducerBatch], *, acks: int, timeout_ms: int, compression: Compression
+    batches: Sequence[ProducerBatch], *, acks: int, timeout_ms: int
 ) -> ProduceRequest:
-    """One request carrying one batch per partition (the accumulator drains that way)."""
+    """One request carrying one batch per partition (the accumulator drains that way).
+
+    The batches were encoded (and compressed) by the accumulator when drained;
+    a retry resends those same bytes.
+    """
     by_topic: dict[str, list[ProduceRequestPartition]] = {}
     for batch in batches:
+        assert batch.payload is not None, "batches are encoded when the accumulator drains them"
         by_topic.setdefault(batch.tp.topic, []).append(
-            ProduceRequestPartition(index=batch.tp.partition, records=batch.encode(compression))
+            ProduceRequestPartition(index=batch.tp.partition, records=batch.payload)
         )
     return ProduceRequest(
         transactional_id=None,

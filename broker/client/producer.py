@@ -125,6 +125,8 @@ class Producer:
             await self.aclose(timeout_ms=None if exc[0] is None else 0)
         finally:
             await self._stack.aclose()
+            # after the nursery: no task can open a connection any more
+            await self._client.aclose()
 
     async def aclose(self, timeout_ms: float | None = None) -> None:
         """Deliver what was sent (within ``timeout_ms``; None: no limit), then stop.
@@ -143,7 +145,6 @@ class Producer:
         forced = ClientClosedError("Producer is closed forcefully.")
         for batch in self._accumulator.incomplete():
             self._resolve(self._accumulator.fail(batch, forced))
-        await self._client.aclose()
 
     # -- sending -------------------------------------------------------------------------
 
@@ -311,8 +312,7 @@ class Producer:
         """One ProduceRequest to ``node`` and its answers."""
         settings = self.settings
         request = build_produce_request(
-            batches, acks=settings.acks, timeout_ms=settings.request_timeout_ms,
-            compression=settings.compression_type,
+            batches, acks=settings.acks, timeout_ms=settings.request_timeout_ms
         )
         try:
             conn = await self._client.node_connection(node)
