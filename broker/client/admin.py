@@ -47,7 +47,6 @@ from broker.client.cluster import BrokerInfo, ClusterView, MetadataTracker
 from broker.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError, error_from_code
 from broker.client.network import KafkaClient
 from broker.client.offsets import list_offsets
-from broker.client.optional_messages import build_message
 from broker.client.settings import AdminClientSettings, settings_from
 from broker.client.types import OffsetAndTimestamp, TopicPartition
 from quorum.client import TrioKafkaConnection
@@ -59,6 +58,7 @@ from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeLogDirsRequest,
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
@@ -341,12 +341,10 @@ class Admin:
     async def _delete_on(
         self, node: int, offsets: Mapping[TopicPartition, int], budget: float
     ) -> dict[TopicPartition, tuple[Errors, int]]:
-        data = req.delete_records_data(offsets, timeout_ms=int(budget))
+        request = req.delete_records_request(offsets, timeout_ms=int(budget))
         try:
             conn = await self._client.node_connection(node)
-            response = await self._client.request(
-                conn, build_message("DeleteRecordsRequest", data), timeout_ms=int(budget)
-            )
+            response = await self._client.request(conn, request, timeout_ms=int(budget))
         except KafkaError as exc:
             if not exc.retriable:
                 raise
@@ -401,7 +399,7 @@ class Admin:
             broker_ids = sorted(self._client.view.brokers)
         out = {}
         for broker in broker_ids:
-            request = build_message("DescribeLogDirsRequest", {"topics": None})
+            request = DescribeLogDirsRequest(topics=None)  # every partition it hosts
             response = await self._call(_fixed(request), timeout_ms=timeout_ms, node=broker)
             out[broker] = req.read_log_dirs(response)
         return out

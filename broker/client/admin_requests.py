@@ -46,11 +46,16 @@ from quorum.wire.messages import (
     CreateTopicsRequestConfig,
     CreateTopicsRequestTopic,
     CreateTopicsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsRequestPartition,
+    DeleteRecordsRequestTopic,
+    DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsRequestResource,
     DescribeConfigsResponse,
+    DescribeLogDirsResponse,
     ElectLeadersRequest,
     ElectLeadersRequestTopicPartitions,
     ElectLeadersResponse,
@@ -68,7 +73,7 @@ __all__ = [
     "alter_reassignments_request",
     "create_partitions_request",
     "create_topics_request",
-    "delete_records_data",
+    "delete_records_request",
     "delete_topics_request",
     "describe_configs_request",
     "elect_leaders_request",
@@ -367,23 +372,28 @@ def read_list_reassignments(
     }
 
 
-# -- records and log directories (messages this build may lack: read by field name) ------
+# -- records and log directories --------------------------------------------------------
 
 
-def delete_records_data(
+def delete_records_request(
     offsets: Mapping[TopicPartition, int], *, timeout_ms: int
-) -> dict[str, Any]:
-    """DeleteRecordsRequest as plain data (``optional_messages.build_message`` builds it)."""
-    by_topic: dict[str, list[dict[str, int]]] = {}
+) -> DeleteRecordsRequest:
+    """Move each partition's log start offset up to ``offsets`` (-1: the high watermark)."""
+    by_topic: dict[str, list[DeleteRecordsRequestPartition]] = {}
     for tp, offset in offsets.items():
-        by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "offset": offset})
-    return {
-        "topics": [{"name": t, "partitions": parts} for t, parts in by_topic.items()],
-        "timeout_ms": timeout_ms,
-    }
+        by_topic.setdefault(tp.topic, []).append(
+            DeleteRecordsRequestPartition(partition_index=tp.partition, offset=offset)
+        )
+    return DeleteRecordsRequest(
+        topics=tuple(
+            DeleteRecordsRequestTopic(name=t, partitions=tuple(parts))
+            for t, parts in by_topic.items()
+        ),
+        timeout_ms=timeout_ms,
+    )
 
 
-def read_delete_records(response: Any) -> dict[TopicPartition, tuple[Errors, int]]:
+def read_delete_records(response: DeleteRecordsResponse) -> dict[TopicPartition, tuple[Errors, int]]:
     """Each partition's error and new low watermark (log start offset)."""
     return {
         TopicPartition(t.name, p.partition_index): (Errors.from_code(p.error_code), p.low_watermark)
@@ -392,9 +402,9 @@ def read_delete_records(response: Any) -> dict[TopicPartition, tuple[Errors, int
     }
 
 
-def read_log_dirs(response: Any) -> dict[str, LogDirDescription]:
+def read_log_dirs(response: DescribeLogDirsResponse) -> dict[str, LogDirDescription]:
     """A DescribeLogDirs answer: each log directory of the broker, by path."""
-    top = getattr(response, "error_code", Errors.NONE)
+    top = response.error_code
     if top != Errors.NONE:
         raise error_from_code(top, None, context="DescribeLogDirs")
     out = {}
@@ -410,7 +420,7 @@ def read_log_dirs(response: Any) -> dict[str, LogDirDescription]:
                 for t in result.topics
                 for p in t.partitions
             },
-            total_bytes=getattr(result, "total_bytes", -1),
-            usable_bytes=getattr(result, "usable_bytes", -1),
+            total_bytes=result.total_bytes,
+            usable_bytes=result.usable_bytes,
         )
     return out

@@ -42,17 +42,17 @@ from broker.client.fetch_core import (
     ValidationPlan,
 )
 from broker.client.fetch_records import FetchedBatch
-from broker.client.network import KafkaClient, now_ms
-from broker.client.offsets import list_offsets
-from broker.client.optional_messages import (
-    OFFSET_FOR_LEADER_EPOCH_KEY,
-    OFFSET_FOR_LEADER_EPOCH_MIN_VERSION,
+from broker.client.leader_epochs import (
+    OFFSET_FOR_LEADER_EPOCH_MAX_VERSION,
+    can_validate,
     epoch_end_offsets,
-    message_class,
     offset_for_leader_epoch_request,
 )
+from broker.client.network import KafkaClient, now_ms
+from broker.client.offsets import list_offsets
 from broker.client.settings import ConsumerSettings, OffsetResetStrategy, settings_from
 from broker.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.error_codes import Errors
 
 __all__ = ["Consumer"]
@@ -266,15 +266,10 @@ class Consumer:
         await self._send.send(refreshed)
 
     def _can_validate(self, node: int) -> bool:
-        if message_class("OffsetForLeaderEpochRequest") is None:
-            return False
         broker = self._client.view.brokers.get(node)
         conn = None if broker is None else self._client.pool.open_connection(broker.address)
-        versions = None if conn is None else conn.server_versions
-        if versions is None:
-            return True  # not connected yet: Kafka validates, and skips if it cannot
-        row = versions.get(OFFSET_FOR_LEADER_EPOCH_KEY)
-        return row is not None and row[1] >= OFFSET_FOR_LEADER_EPOCH_MIN_VERSION
+        # not connected yet: Kafka validates, and skips if the broker cannot answer
+        return can_validate(None if conn is None else conn.server_versions)
 
     async def _fetch(self, plan: FetchPlan) -> Apply:
         core, extra_ms = self._core, self.settings.fetch_max_wait_ms
@@ -305,12 +300,12 @@ class Consumer:
         core, client = self._core, self._client
         try:
             conn = await client.node_connection(plan.node)
-            versions = conn.server_versions or {}
-            row = versions.get(OFFSET_FOR_LEADER_EPOCH_KEY)
-            if row is None or row[1] < OFFSET_FOR_LEADER_EPOCH_MIN_VERSION:
+            if not can_validate(conn.server_versions or {}):
                 return lambda: core.skip_validation(plan)
             request = offset_for_leader_epoch_request(plan)
-            version = conn.version_at_most(OFFSET_FOR_LEADER_EPOCH_KEY, 4)
+            version = conn.version_at_most(
+                ApiKey.OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_MAX_VERSION
+            )
             response = await client.request(conn, request, version=version)
         except KafkaError as exc:
             failure = exc
