@@ -8,12 +8,19 @@ Kafka's concepts, setting names and defaults (``bootstrap.servers``, ``acks``,
   (the metadata view and when to refresh it), ``accumulator`` and
   ``produce_core`` (batching, per-broker requests, retry decisions),
   ``positions``, ``fetch_core``, ``fetch_records`` and ``columns`` (fetch
-  positions, resets, KIP-320 validation, reading fetched batches), the
+  positions, resets, KIP-320 validation, reading fetched batches),
+  ``leader_epochs`` (OffsetForLeaderEpoch as a consumer asks it), the
   admin's ``admin_requests``, and ``partitioner`` (murmur2, sticky);
 * **trio shells**: ``Producer``, ``Consumer`` and ``Admin`` over
   ``network`` (one connection per broker, metadata refreshes);
 * **blocking front-ends**: ``BlockingProducer``, ``BlockingConsumer`` and
   ``BlockingAdmin``, each running its trio client in a thread of its own.
+
+Unit tests (``tests/unit/broker/client/``) cover every core, the trio
+producer and consumer and the blocking front-ends against a fake data plane
+on loopback sockets (``fake_broker.py``: a test double, no replication, no
+OffsetForLeaderEpoch), and the admin calls that need no data plane against
+a real controller and broker.
 
 End-to-end tests with the real data plane (brokers serving Produce, Fetch,
 ListOffsets, OffsetForLeaderEpoch, DeleteRecords and DescribeLogDirs) come

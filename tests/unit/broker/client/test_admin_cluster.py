@@ -10,7 +10,16 @@ import pytest
 import trio
 
 from broker import BrokerNode
-from broker.client import Admin, KafkaError, NewPartitions, NewTopic
+from broker.client import (
+    Admin,
+    AlterConfigOp,
+    ConfigResource,
+    ConfigSource,
+    KafkaError,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
 
 from ...node.nodes import free_ports
 from ..test_broker_node import BROKER_ID, running_controller_and_broker
@@ -99,3 +108,28 @@ async def test_an_unreachable_cluster_times_out_with_kafkas_name(tmp_path: Path)
         with trio.fail_after(DEADLINE_S), pytest.raises(KafkaError) as raised:
             await admin.list_topics(timeout_ms=300)
     assert raised.value.name == "TimeoutException"
+
+
+async def test_a_topics_configs_are_altered_and_described_and_a_brokers_asked_of_it(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(DEADLINE_S):
+        async with (
+            running_controller_and_broker(tmp_path) as (_controller, broker),
+            Admin({"bootstrap.servers": listener(broker)}) as admin,
+        ):
+            await admin.create_topics([NewTopic(name="c", num_partitions=1,
+                                                replication_factor=1)])
+            topic = ConfigResource(ResourceType.TOPIC, "c")
+            assert await admin.incremental_alter_configs(
+                {topic: [AlterConfigOp("retention.ms", "12345")]}
+            ) == {topic: None}
+            described = await eventually(
+                lambda: admin.describe_configs([topic]),
+                lambda found: found[topic].get("retention.ms") is not None
+                and found[topic]["retention.ms"].value == "12345",
+            )
+            assert described[topic]["retention.ms"].source is ConfigSource.DYNAMIC_TOPIC_CONFIG
+            itself = ConfigResource(ResourceType.BROKER, str(BROKER_ID))
+            configs = (await admin.describe_configs([itself]))[itself]
+            assert "compression.type" in configs  # answered by the broker itself
