@@ -1,16 +1,199 @@
-"""The pykraft client library: what a program needs to produce, consume and administer.
+"""The pykraft client library: produce, consume and administer a pykraft (or Kafka) cluster.
 
-Its cores are sans-I/O (partitioning, batching, fetch positions), driven by a
-trio front-end and a blocking one over the shared client connection
-(``quorum.client``), as the CLI, the benches, the tests and the Spark
-pipeline use it.
+Kafka's concepts, setting names and defaults (``bootstrap.servers``, ``acks``,
+``linger.ms``, ``auto.offset.reset``...), in three layers:
+
+* **sans-I/O cores**, which take ``now_ms`` and messages and return what to
+  do: ``settings`` (Kafka-style properties to typed settings), ``cluster``
+  (the metadata view and when to refresh it), ``accumulator`` and
+  ``produce_core`` (batching, per-broker requests, retry decisions),
+  ``positions``, ``fetch_core``, ``fetch_records`` and ``columns`` (fetch
+  positions, resets, KIP-320 validation, reading fetched batches),
+  ``leader_epochs`` (OffsetForLeaderEpoch as a consumer asks it), the
+  admin's ``admin_requests``, and ``partitioner`` (murmur2, sticky);
+* **trio shells**: ``Producer``, ``Consumer`` and ``Admin`` over
+  ``network`` (one connection per broker, metadata refreshes);
+* **blocking front-ends**: ``BlockingProducer``, ``BlockingConsumer`` and
+  ``BlockingAdmin``, each running its trio client in a thread of its own.
+
+Unit tests (``tests/unit/broker/client/``) cover every core, the trio
+producer and consumer and the blocking front-ends against a fake data plane
+on loopback sockets (``fake_broker.py``: a test double, no replication, no
+OffsetForLeaderEpoch), and the admin calls that need no data plane against
+a real controller and broker.
+
+End-to-end tests with the real data plane (brokers serving Produce, Fetch,
+ListOffsets, OffsetForLeaderEpoch, DeleteRecords and DescribeLogDirs) come
+when it lands; they should cover, against a 3-controller + 3-broker cluster
+with the short-timeout profile:
+
+* produce with acks 0, 1 and all (every future resolved; offsets contiguous
+  per partition for acks 1/all, -1 for acks 0), keys landing where
+  murmur2 says, headers and timestamps read back intact, compression
+  (gzip, and snappy/lz4/zstd where installed);
+* consume with assign + seek, ``seek_to_beginning``/``seek_to_end``,
+  ``auto.offset.reset`` earliest/latest/none after an out-of-range seek,
+  ``end_offsets``/``beginning_offsets``/``offsets_for_times`` against what
+  was produced, ``poll_batches`` and columns equal to ``poll``'s records;
+* a partition leader killed while producing with acks=all and min ISR 2 and
+  ``max.in.flight.requests.per.connection`` 1: every acknowledged record
+  read back in order (duplicates allowed, no gaps), the producer's retries
+  and the consumer's metadata refresh and OffsetForLeaderEpoch validation
+  seen; a diverged follower's old position truncated;
+* NOT_ENOUGH_REPLICAS with the ISR below min ISR failing acks=all sends
+  after ``delivery.timeout.ms``; MESSAGE_TOO_LARGE past the topic's
+  ``max.message.bytes`` (a batch split, then a lone record failing);
+* admin: ``delete_records`` moving the log start (``beginning_offsets``
+  follows), ``describe_log_dirs`` sizes growing as records arrive,
+  ``describe_configs`` of a broker answered by that broker,
+  ``elect_leaders`` and reassignments moving data;
+* the blocking front-ends doing the same from plain threads, the console
+  tools and the Spark source built on them.
 """
 
+from broker.client.accumulator import ProducerBatch, ReadyCheck, RecordAccumulator, record_size
+from broker.client.admin import Admin
+from broker.client.admin_types import (
+    AlterConfigOp,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    ElectionType,
+    LogDirDescription,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+    OpType,
+    PartitionDescription,
+    PartitionReassignment,
+    ReplicaLogInfo,
+    ResourceType,
+    TopicDescription,
+)
+from broker.client.backoff import ExponentialBackoff
+from broker.client.blocking import BlockingAdmin, BlockingConsumer, BlockingProducer
+from broker.client.cluster import (
+    STALE_METADATA_ERRORS,
+    BrokerInfo,
+    ClusterView,
+    MetadataTracker,
+    PartitionInfo,
+    TopicInfo,
+    cluster_view_from_metadata,
+)
+from broker.client.columns import RecordColumns, decode_columns
+from broker.client.consumer import Consumer
+from broker.client.errors import (
+    ClientClosedError,
+    KafkaError,
+    KafkaTimeoutError,
+    LogTruncationError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
+)
+from broker.client.fetch_core import FetchCore, FetchPlan, ResetPlan, ValidationPlan
+from broker.client.fetch_records import CompletedFetch, FetchedBatch
+from broker.client.futures import RecordFuture
 from broker.client.partitioner import (
     StickyPartitioner,
     murmur2,
     partition_for_key,
     to_positive,
 )
+from broker.client.positions import FetchPosition, FetchState, Positions
+from broker.client.produce_core import Decision, build_produce_request, choose_partition, decide
+from broker.client.producer import Producer
+from broker.client.settings import (
+    AdminClientSettings,
+    ConsumerSettings,
+    IsolationLevel,
+    OffsetResetStrategy,
+    ProducerSettings,
+    admin_settings,
+    consumer_settings,
+    producer_settings,
+)
+from broker.client.types import (
+    ConsumerRecord,
+    OffsetAndTimestamp,
+    RecordMetadata,
+    TimestampType,
+    TopicPartition,
+)
 
-__all__ = ["StickyPartitioner", "murmur2", "partition_for_key", "to_positive"]
+__all__ = [
+    "STALE_METADATA_ERRORS",
+    "Admin",
+    "AdminClientSettings",
+    "AlterConfigOp",
+    "BlockingAdmin",
+    "BlockingConsumer",
+    "BlockingProducer",
+    "BrokerInfo",
+    "ClientClosedError",
+    "ClusterDescription",
+    "ClusterView",
+    "CompletedFetch",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigSource",
+    "Consumer",
+    "ConsumerRecord",
+    "ConsumerSettings",
+    "Decision",
+    "ElectionType",
+    "ExponentialBackoff",
+    "FetchCore",
+    "FetchPlan",
+    "FetchPosition",
+    "FetchState",
+    "FetchedBatch",
+    "IsolationLevel",
+    "KafkaError",
+    "KafkaTimeoutError",
+    "LogDirDescription",
+    "LogTruncationError",
+    "MetadataTracker",
+    "NewPartitions",
+    "NewTopic",
+    "NoOffsetForPartitionError",
+    "OffsetAndTimestamp",
+    "OffsetOutOfRangeError",
+    "OffsetResetStrategy",
+    "OffsetSpec",
+    "OpType",
+    "PartitionDescription",
+    "PartitionInfo",
+    "PartitionReassignment",
+    "Positions",
+    "Producer",
+    "ProducerBatch",
+    "ProducerSettings",
+    "ReadyCheck",
+    "RecordAccumulator",
+    "RecordColumns",
+    "RecordFuture",
+    "RecordMetadata",
+    "ReplicaLogInfo",
+    "ResetPlan",
+    "ResourceType",
+    "StickyPartitioner",
+    "TimestampType",
+    "TopicDescription",
+    "TopicInfo",
+    "TopicPartition",
+    "ValidationPlan",
+    "admin_settings",
+    "build_produce_request",
+    "choose_partition",
+    "cluster_view_from_metadata",
+    "consumer_settings",
+    "decide",
+    "decode_columns",
+    "murmur2",
+    "partition_for_key",
+    "producer_settings",
+    "record_size",
+    "to_positive",
+]

@@ -4,6 +4,8 @@ For synchronous callers (PySpark's reader generators, benchmarks): one
 thread at a time. ``send`` writes a request and returns its correlation id,
 ``receive`` waits for that response (keeping any others that arrive first),
 so a caller can keep many requests in flight; ``request`` is both.
+``send_no_response`` writes a request the server never answers (Produce
+with acks=0).
 """
 
 from __future__ import annotations
@@ -90,6 +92,23 @@ class BlockingKafkaConnection:
             raise ConnectionClosedError(f"connection to {self.address} failed: {exc}") from exc
         self._deadlines[correlation_id] = deadline
         return correlation_id
+
+    def send_no_response(
+        self, message: Any, *, version: int | None = None, timeout: float | None = None
+    ) -> None:
+        """Write a request the server sends no response to (Produce with acks=0)."""
+        self._check_open()
+        _, frame = self._core.send_request(message, version=version, expect_response=False)
+        try:
+            self._sock.settimeout(timeout)
+            self._sock.sendall(frame)
+        except OSError as exc:
+            self._fail(f"send failed: {exc!r}")
+            raise ConnectionClosedError(f"connection to {self.address} failed: {exc}") from exc
+
+    def version_at_most(self, api_key: int, cap: int) -> int:
+        """The highest version both sides speak that is at most ``cap``."""
+        return self._core.version_at_most(api_key, cap)
 
     def receive(self, correlation_id: int) -> Any:
         """The response to request ``correlation_id`` (raises RequestTimeoutError)."""

@@ -15,7 +15,11 @@ they complete. What it owns:
   that gives up ``abandon``s its request and the late response is dropped;
 * version negotiation: ``api_versions_request`` / ``handle_api_versions``
   learn the server's table, after which ``send_request`` picks the highest
-  version both sides speak unless told otherwise.
+  version both sides speak unless told otherwise (``version_at_most`` caps it);
+* requests that get no response (Produce with acks=0: Kafka's broker sends
+  none): ``send_request(..., expect_response=False)`` uses a correlation id
+  but registers nothing in flight, so the FIFO match of later responses is
+  unaffected.
 """
 
 from __future__ import annotations
@@ -130,6 +134,26 @@ class ClientConnection:
             )
         return requested
 
+    def version_at_most(self, api_key: int, cap: int) -> int:
+        """The highest version both sides speak that is at most ``cap``.
+
+        For callers that must stay below a change in meaning (Fetch v13+
+        names topics by id, Produce v10+ adds leader hints).
+        """
+        high = self.choose_version(api_key)
+        if high <= cap:
+            return high
+        spec = api_for(api_key)
+        assert spec is not None, "choose_version checked the api key"
+        low = spec.low
+        if self._server_versions is not None:
+            low = max(low, self._server_versions[api_key][0])
+        if cap < low:
+            raise UnsupportedVersionError(
+                f"{spec.name} needs a version at most {cap}, but the lowest usable one is {low}"
+            )
+        return cap
+
     def api_versions_request(self, version: int | None = None) -> tuple[ApiVersionsRequest, int]:
         """The handshake request and the version to send it at (default: our newest)."""
         spec = api_for(API_VERSIONS_KEY)
@@ -164,8 +188,14 @@ class ClientConnection:
         version: int | None = None,
         deadline: float | None = None,
         context: Any = None,
+        expect_response: bool = True,
     ) -> tuple[int, bytes]:
-        """Register a request; returns its correlation id and the frame to write."""
+        """Register a request; returns its correlation id and the frame to write.
+
+        With ``expect_response=False`` the request is not put in flight: the
+        server sends nothing back for it (Produce with acks=0), and a
+        response with its id would break the protocol like any stray one.
+        """
         if self._closed_reason is not None:
             raise ConnectionClosedError(f"the connection is closed: {self._closed_reason}")
         api_key = message_info(type(message)).api_key
@@ -183,6 +213,8 @@ class ClientConnection:
             client_id=self.client_id,
         )
         frame = encode_request(header, message)
+        if not expect_response:
+            return correlation_id, frame
         pending = Pending(
             correlation_id=correlation_id,
             api_key=api_key,

@@ -8,6 +8,9 @@ owner; the others sleep until the reader is done. ``receive_some`` is safe
 to cancel, so a timed-out reader loses nothing; a send cut short by a
 cancellation leaves half a frame on the wire, so it breaks the connection.
 
+``send_no_response`` writes a request the server never answers (Produce
+with acks=0); it takes no part in the response order.
+
 Timeouts are cancel scopes around ``request`` (CONVENTIONS.md). A request
 cancelled after it was written is abandoned (its late response is dropped)
 and the connection stays usable: Kafka's own client closes instead, but the
@@ -83,6 +86,15 @@ class TrioKafkaConnection:
     def is_closed(self) -> bool:
         return self._broken is not None
 
+    @property
+    def in_flight(self) -> int:
+        """Requests written and not yet answered (abandoned ones included)."""
+        return self._core.in_flight
+
+    def version_at_most(self, api_key: int, cap: int) -> int:
+        """The highest version both sides speak that is at most ``cap``."""
+        return self._core.version_at_most(api_key, cap)
+
     async def negotiate(self) -> None:
         """The ApiVersions handshake (retried at the server's version after error 35)."""
         request, version = self._core.api_versions_request()
@@ -122,6 +134,10 @@ class TrioKafkaConnection:
         """
         return await self._send(message, version, context)
 
+    async def send_no_response(self, message: Any, *, version: int | None = None) -> None:
+        """Write a request the server sends no response to (Produce with acks=0)."""
+        await self._send(message, version, expect_response=False)
+
     async def next_response(self) -> Response:
         """The next response in request order (abandoned ones left out)."""
         while not self._done:
@@ -144,11 +160,18 @@ class TrioKafkaConnection:
 
     # -- internals -----------------------------------------------------------------------
 
-    async def _send(self, message: Any, version: int | None, context: Any = None) -> int:
+    async def _send(
+        self,
+        message: Any,
+        version: int | None,
+        context: Any = None,
+        *,
+        expect_response: bool = True,
+    ) -> int:
         async with self._send_lock:
             self._check_open()
             correlation_id, frame = self._core.send_request(
-                message, version=version, context=context
+                message, version=version, context=context, expect_response=expect_response
             )
             try:
                 await self._stream.send_all(frame)

@@ -129,3 +129,28 @@ def test_an_unsupported_api_versions_version_is_read_as_v0_and_retried_lower() -
     assert response.version == 0
     assert core.handle_api_versions(response.message, version) == 2
     assert core.server_versions is None
+
+
+def test_a_request_without_a_response_uses_an_id_but_is_never_in_flight() -> None:
+    core = ClientConnection()
+    silent, frame = core.send_request(DescribeClusterRequest(), version=1, expect_response=False)
+    assert decode_request(frame[4:])[0].correlation_id == silent == 0
+    assert core.in_flight == 0
+    answered, _ = core.send_request(DescribeClusterRequest(), version=1)
+    [response] = core.receive_data(answer(answered, 60, 1, DescribeClusterResponse(cluster_id="x")))
+    assert (response.correlation_id, response.message.cluster_id) == (1, "x")
+
+
+def test_a_response_to_a_request_that_expects_none_breaks_the_connection() -> None:
+    core = ClientConnection()
+    silent, _ = core.send_request(DescribeClusterRequest(), version=1, expect_response=False)
+    with pytest.raises(ProtocolError, match="correlation id 0"):
+        core.receive_data(answer(silent, 60, 1, DescribeClusterResponse()))
+
+
+def test_a_capped_version_stays_below_a_change_in_meaning() -> None:
+    core = ClientConnection(server_versions=table(metadata=(0, 12), describe_cluster=(1, 1)))
+    assert core.version_at_most(3, 9) == 9
+    assert core.version_at_most(3, 20) == 12
+    with pytest.raises(UnsupportedVersionError, match="lowest usable one is 1"):
+        core.version_at_most(60, 0)

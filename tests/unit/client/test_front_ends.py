@@ -13,7 +13,7 @@ from quorum.client import (
 )
 from quorum.wire.messages import DescribeClusterRequest
 
-from .tiny_server import CLOSE, TABLE, TinyServer, closed_port
+from .tiny_server import CLOSE, SILENT, TABLE, TinyServer, closed_port
 
 
 def ask(kind: int, *, held: bool = False) -> DescribeClusterRequest:
@@ -61,6 +61,19 @@ async def test_a_cancelled_request_is_abandoned_and_the_connection_stays_usable(
         assert not conn.is_closed
 
 
+async def test_a_request_without_a_response_leaves_the_response_order_intact(
+    nursery: trio.Nursery,
+) -> None:
+    server = TinyServer()
+    port = await server.start(nursery)
+    async with await TrioKafkaConnection.connect("127.0.0.1", port) as conn:
+        await conn.send_no_response(ask(SILENT))
+        assert conn.in_flight == 0
+        assert (await conn.request(ask(3))).cluster_id == "type-3"
+    # the handshake, the silent request and the answered one
+    assert server.requests_seen == 3
+
+
 async def test_a_server_that_hangs_up_fails_the_waiting_request_and_later_ones(
     nursery: trio.Nursery,
 ) -> None:
@@ -96,6 +109,20 @@ async def test_a_blocking_connection_pipelines_and_matches_out_of_turn_waits(
                     conn.receive(ids[1]).cluster_id]
 
     assert await trio.to_thread.run_sync(client) == ["type-3", "type-1", "type-2"]
+
+
+async def test_a_blocking_request_without_a_response_leaves_the_order_intact(
+    nursery: trio.Nursery,
+) -> None:
+    port = await TinyServer().start(nursery)
+
+    def client() -> str:
+        with BlockingKafkaConnection.connect("127.0.0.1", port) as conn:
+            conn.send_no_response(ask(SILENT), timeout=10)
+            assert conn.in_flight == 0
+            return str(conn.request(ask(4), timeout=10).cluster_id)
+
+    assert await trio.to_thread.run_sync(client) == "type-4"
 
 
 async def test_a_blocking_request_times_out_and_the_connection_stays_usable(

@@ -5,7 +5,8 @@ It serves ApiVersions and DescribeCluster, answering DescribeCluster with
 others (prefixed with the server's ``label``, and carrying its
 ``error_code``). A request with ``include_cluster_authorized_operations`` is held
 until ``release`` is set; ``endpoint_type == 99`` makes it close the
-connection instead of answering.
+connection instead of answering, ``endpoint_type == 98`` makes it send
+nothing back and read on (as a broker does for Produce with acks=0).
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from quorum.wire.messages import (
 )
 from quorum.wire.protocol import ResponseHeader, decode_request, encode_response
 
-__all__ = ["CLOSE", "TABLE", "TinyServer", "closed_port"]
+__all__ = ["CLOSE", "SILENT", "TABLE", "TinyServer", "closed_port"]
 
 CLOSE = 99
+SILENT = 98
+_NO_ANSWER = object()
 TABLE = {18: (0, 4), 60: (0, 1)}
 
 
@@ -69,6 +72,8 @@ class TinyServer:
                     answer = await self._answer(message)
                     if answer is None:
                         return
+                    if answer is _NO_ANSWER:
+                        continue
                     await stream.send_all(
                         encode_response(
                             ResponseHeader(header.correlation_id), header.api_key,
@@ -86,6 +91,8 @@ class TinyServer:
         assert isinstance(message, DescribeClusterRequest)
         if message.endpoint_type == CLOSE:
             return None
+        if message.endpoint_type == SILENT:
+            return _NO_ANSWER
         if message.include_cluster_authorized_operations:
             await self.release.wait()
         return DescribeClusterResponse(

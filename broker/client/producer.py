@@ -1,0 +1,372 @@
+"""``Producer``: the trio shell of the producer.
+
+Usage (aiokafka's shape, Kafka's settings)::
+
+    async with Producer({"bootstrap.servers": "localhost:9092", "acks": "all"}) as producer:
+        future = await producer.send("orders", b"value", key=b"key")
+        metadata = await future          # RecordMetadata, or raises KafkaError
+        await producer.send_and_wait("orders", b"another")
+
+``send`` waits only for the topic's metadata and for room in
+``buffer.memory`` (both up to ``max.block.ms``); delivery happens in the
+background. One sender task owns the accumulator's sending side: it
+expires old batches, asks for metadata when the accumulator finds a
+partition without a leader, drains ready batches into one ProduceRequest
+per broker (at most ``max.in.flight.requests.per.connection`` in flight
+per broker) and starts a task per request. Each such task reports its
+answers back through ``_finish``, which applies ``produce_core.decide``.
+
+Ordering: with ``max.in.flight.requests.per.connection`` 1 a partition has
+at most one batch in flight and a retried batch goes back to the front of
+its queue, so records of a partition land in ``send`` order. With more in
+flight (Kafka's default 5) and no idempotence, a batch that is retried can
+land after a later batch of the same partition, and a retry after a lost
+answer can write a batch twice: set it to 1 when order matters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import math
+import random
+import time
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+import trio
+
+from broker.client.accumulator import Outcome, ProducerBatch, RecordAccumulator, record_size
+from broker.client.backoff import ExponentialBackoff
+from broker.client.cluster import MetadataTracker
+from broker.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError, error_from_code
+from broker.client.futures import RecordFuture
+from broker.client.network import KafkaClient, now_ms
+from broker.client.partitioner import StickyPartitioner
+from broker.client.produce_core import (
+    BatchResult,
+    Decision,
+    build_produce_request,
+    choose_partition,
+    decide,
+    partition_results,
+)
+from broker.client.settings import ProducerSettings, settings_from
+from broker.client.types import HeaderPairs, RecordMetadata, TopicPartition
+from quorum.wire.batch import BATCH_HEADER_SIZE
+from quorum.wire.error_codes import Errors
+
+__all__ = ["Producer"]
+
+logger = logging.getLogger(__name__)
+
+_PRODUCE_KEY: Final = 0
+# v3 is the first with record batch v2; v10+ adds leader hints we do not read
+_PRODUCE_MIN_VERSION: Final = 3
+_PRODUCE_MAX_VERSION: Final = 9
+_ids = itertools.count(1)
+
+
+def _as_bytes(data: object, what: str) -> bytes | None:
+    if data is None or isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"the record's {what} must be bytes or None, not {type(data).__name__}: "
+                    "serialize it first")
+
+
+def _headers(headers: Iterable[tuple[str, bytes | None]]) -> HeaderPairs:
+    return tuple((str(k), _as_bytes(v, "header value")) for k, v in headers)
+
+
+class Producer:
+    def __init__(
+        self, config: ProducerSettings | Mapping[str, str], *, rng: random.Random | None = None
+    ) -> None:
+        settings = self.settings = settings_from(ProducerSettings, config)
+        self.client_id = settings.client_id or f"producer-{next(_ids)}"
+        self._rng = rng or random.Random()
+        tracker = MetadataTracker(
+            metadata_max_age_ms=settings.metadata_max_age_ms,
+            retry_backoff_ms=settings.retry_backoff_ms,
+        )
+        self._client = KafkaClient(settings, tracker, client_id=self.client_id, rng=self._rng)
+        self._accumulator = RecordAccumulator(
+            batch_size=settings.batch_size,
+            linger_ms=settings.linger_ms,
+            max_request_size=settings.max_request_size,
+            delivery_timeout_ms=settings.delivery_timeout_ms,
+            compression=settings.compression_type,
+            guarantee_order=settings.max_in_flight_requests_per_connection == 1,
+        )
+        self._partitioner = StickyPartitioner(self._rng)
+        self._retry_backoff = ExponentialBackoff(
+            settings.retry_backoff_ms, settings.retry_backoff_max_ms
+        )
+        self._in_flight: dict[int, int] = {}
+        self._wakeup = trio.Event()
+        self._space = trio.Event()
+        self._refreshing = False
+        self._nursery: trio.Nursery | None = None
+        self._stack = contextlib.AsyncExitStack()
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> Producer:
+        self._nursery = await self._stack.enter_async_context(trio.open_nursery())
+        self._nursery.start_soon(self._sender)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self.aclose(timeout_ms=None if exc[0] is None else 0)
+        finally:
+            await self._stack.aclose()
+            # after the nursery: no task can open a connection any more
+            await self._client.aclose()
+
+    async def aclose(self, timeout_ms: float | None = None) -> None:
+        """Deliver what was sent (within ``timeout_ms``; None: no limit), then stop.
+
+        Records still undelivered then fail with "Producer is closed forcefully".
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._accumulator.closing = True
+        self._wake()
+        with trio.move_on_after(math.inf if timeout_ms is None else timeout_ms / 1000):
+            await self._wait_for(self._accumulator.incomplete())
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+        forced = ClientClosedError("Producer is closed forcefully.")
+        for batch in self._accumulator.incomplete():
+            self._resolve(self._accumulator.fail(batch, forced))
+
+    # -- sending -------------------------------------------------------------------------
+
+    async def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        headers: Iterable[tuple[str, bytes | None]] = (),
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> RecordFuture:
+        """Queue one record; the returned future resolves once it is delivered or failed."""
+        if self._closed or self._nursery is None:
+            raise ClientClosedError(
+                "Cannot perform operation after producer has been closed"
+                if self._closed else "use the producer inside `async with Producer(...)`"
+            )
+        value, key = _as_bytes(value, "value"), _as_bytes(key, "key")
+        pairs = _headers(headers)
+        size = BATCH_HEADER_SIZE + record_size(0, 0, key, value, pairs)
+        self._check_size(size)
+        deadline = now_ms() + self.settings.max_block_ms
+        view = self._client.view
+        if topic not in view.topics:
+            view = await self._client.wait_for_topic(topic, self.settings.max_block_ms)
+        else:
+            self._client.tracker.add_topics([topic])
+        chosen = choose_partition(
+            view, topic, key, partition, self._partitioner,
+            ignore_keys=self.settings.partitioner_ignore_keys,
+        )
+        await self._wait_for_space(size, deadline)
+        future = RecordFuture()
+        tp = TopicPartition(topic, chosen)
+        stamp = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
+        batch = self._accumulator.append(tp, key, value, pairs, stamp, future, now_ms())
+        if batch.closed:
+            self._batch_left(tp)
+        if batch.closed or batch.record_count == 1:
+            self._wake()  # a full batch to send, or a linger timer to start
+        return future
+
+    async def send_and_wait(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        headers: Iterable[tuple[str, bytes | None]] = (),
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> RecordMetadata:
+        future = await self.send(topic, value, key, headers, partition, timestamp_ms)
+        return await future
+
+    async def flush(self) -> None:
+        """Send everything queued now, without waiting for ``linger.ms``; wait for the answers."""
+        self._accumulator.begin_flush()
+        self._wake()
+        try:
+            await self._wait_for(self._accumulator.incomplete())
+        finally:
+            self._accumulator.end_flush()
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        view = await self._client.wait_for_topic(topic, self.settings.max_block_ms)
+        return list(range(view.partition_count(topic) or 0))
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _check_size(self, size: int) -> None:
+        for limit, name in (
+            (self.settings.max_request_size, "max.request.size"),
+            (self.settings.buffer_memory, "buffer.memory"),
+        ):
+            if size > limit:
+                raise KafkaError(
+                    Errors.MESSAGE_TOO_LARGE,
+                    f"The message is {size} bytes when serialized which is larger than "
+                    f"{limit}, which is the value of the {name} configuration.",
+                )
+
+    async def _wait_for_space(self, size: int, deadline: float) -> None:
+        accumulator = self._accumulator
+        while accumulator.buffered_bytes + size > self.settings.buffer_memory:
+            remaining = deadline - now_ms()
+            if remaining <= 0:
+                raise KafkaTimeoutError(
+                    "Failed to allocate memory within the configured max blocking time "
+                    f"{self.settings.max_block_ms} ms."
+                )
+            with trio.move_on_after(remaining / 1000):
+                await self._space.wait()
+
+    async def _wait_for(self, batches: Iterable[ProducerBatch]) -> None:
+        # every future of these batches, even if a batch is split in two meanwhile
+        futures: list[RecordFuture] = []
+        for batch in batches:
+            futures += batch.tickets
+        for future in futures:
+            if not future.done():
+                with contextlib.suppress(KafkaError):
+                    await future
+
+    def _wake(self) -> None:
+        self._wakeup.set()
+
+    def _batch_left(self, tp: TopicPartition) -> None:
+        view = self._client.view
+        self._partitioner.batch_sent(
+            tp.topic, tp.partition, view.available_partitions(tp.topic),
+            view.partition_count(tp.topic) or 0,
+        )
+
+    def _resolve(self, outcomes: list[Outcome]) -> None:
+        for future, outcome in outcomes:
+            future.resolve(outcome)
+        if outcomes:
+            self._space.set()
+            self._space = trio.Event()
+
+    async def _sender(self) -> None:
+        """The one task that takes batches out of the accumulator."""
+        accumulator, tracker = self._accumulator, self._client.tracker
+        limit = self.settings.max_in_flight_requests_per_connection
+        while True:
+            now = now_ms()
+            for batch in accumulator.expire(now):
+                self._resolve(accumulator.fail(batch, self._expired(batch, now)))
+            view = self._client.view
+            check = accumulator.ready(view, now)
+            for topic in check.unknown_leader_topics:
+                tracker.request_update(f"no leader known for a partition of {topic}")
+            if tracker.wanted_topics and tracker.needs_update(now) and not self._refreshing:
+                self._refreshing = True
+                self._nursery_or_fail().start_soon(self._refresh)
+            nodes = [n for n in check.nodes if self._in_flight.get(n, 0) < limit]
+            for node, batches in accumulator.drain(view, nodes, now).items():
+                if batches:
+                    self._in_flight[node] = self._in_flight.get(node, 0) + 1
+                    self._nursery_or_fail().start_soon(self._produce, node, batches)
+                    for batch in batches:
+                        self._batch_left(batch.tp)
+            wait = min(check.next_check_ms, accumulator.next_expiry_ms(now))
+            if tracker.wanted_topics:
+                wait = min(wait, tracker.time_to_update_ms(now))
+            with trio.move_on_after(wait / 1000):
+                await self._wakeup.wait()
+            self._wakeup = trio.Event()
+
+    def _nursery_or_fail(self) -> trio.Nursery:
+        assert self._nursery is not None, "the sender runs inside the producer's nursery"
+        return self._nursery
+
+    async def _refresh(self) -> None:
+        try:
+            await self._client.maybe_refresh_metadata()
+        except KafkaError as exc:
+            logger.warning("producer %s: metadata refresh failed: %s", self.client_id, exc)
+        finally:
+            self._refreshing = False
+            self._wake()
+
+    async def _produce(self, node: int, batches: list[ProducerBatch]) -> None:
+        """One ProduceRequest to ``node`` and its answers."""
+        settings = self.settings
+        request = build_produce_request(
+            batches, acks=settings.acks, timeout_ms=settings.request_timeout_ms
+        )
+        try:
+            conn = await self._client.node_connection(node)
+            version = conn.version_at_most(_PRODUCE_KEY, _PRODUCE_MAX_VERSION)
+            if version < _PRODUCE_MIN_VERSION:
+                raise KafkaError(Errors.UNSUPPORTED_VERSION,
+                                 f"broker {node} does not take record batch v2 (Produce v3+)")
+            if settings.acks == 0:
+                await conn.send_no_response(request, version=version)
+                results = {b.tp: BatchResult(error=Errors.NONE) for b in batches}
+            else:
+                response = await self._client.request(conn, request, version=version)
+                results = partition_results(response, batches)
+        except KafkaError as exc:
+            error = exc.error or Errors.NETWORK_EXCEPTION
+            results = {b.tp: BatchResult(error=error, message=exc.detail) for b in batches}
+        finally:
+            self._in_flight[node] -= 1
+        self._finish(node, batches, results)
+        self._wake()
+
+    def _finish(
+        self, node: int, batches: list[ProducerBatch], results: dict[TopicPartition, BatchResult]
+    ) -> None:
+        accumulator, now = self._accumulator, now_ms()
+        for batch in batches:
+            if not accumulator.is_incomplete(batch):
+                continue  # failed meanwhile: the producer was closed forcefully
+            result = results[batch.tp]
+            if result.error is not Errors.NONE:
+                self._client.tracker.observe_error(result.error, f"broker {node} for {batch.tp}")
+            expired = accumulator.delivery_expired(batch, now)
+            decision = decide(
+                result.error, batch, retries=self.settings.retries, delivery_expired=expired
+            )
+            if decision is Decision.DELIVERED:
+                self._resolve(
+                    accumulator.complete(batch, result.base_offset, result.log_append_time_ms)
+                )
+            elif decision is Decision.RETRY:
+                backoff = self._retry_backoff.delay_ms(batch.attempts, self._rng)
+                logger.debug("retrying %s after %s in %.0f ms", batch.tp, result.error.name, backoff)
+                accumulator.reenqueue(batch, now, backoff)
+            elif decision is Decision.SPLIT:
+                accumulator.split(batch, now)
+            else:
+                error = (
+                    self._expired(batch, now) if expired and result.error.retriable
+                    else error_from_code(result.error, result.message, context=str(batch.tp))
+                )
+                self._resolve(accumulator.fail(batch, error))
+
+    def _expired(self, batch: ProducerBatch, now: float) -> KafkaTimeoutError:
+        return KafkaTimeoutError(
+            f"Expiring {batch.record_count} record(s) for {batch.tp}: "
+            f"{now - batch.created_ms:.0f} ms has passed since batch creation"
+        )
