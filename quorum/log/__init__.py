@@ -6,7 +6,8 @@ memory for the simulator.
 """
 
 from quorum.log.clock import Clock, wall_clock_ms
-from quorum.log.config import LogConfig
+from quorum.log.config import LogConfig, data_log_config
+from quorum.log.dir_checkpoints import CheckpointFileError
 from quorum.log.epoch_cache import EpochCache, EpochEntry
 from quorum.log.errors import (
     InvalidAppendError,
@@ -18,7 +19,9 @@ from quorum.log.errors import (
 from quorum.log.file_cache import DEFAULT_MAX_OPEN_FILES, OpenFiles, default_open_files
 from quorum.log.file_log import CheckpointedOffsets, FileLog, partition_dir
 from quorum.log.flush_policy import FlushReason
+from quorum.log.log_dir import LogDirectory, PartitionId, PartitionKey
 from quorum.log.memory_log import MemoryLog
+from quorum.log.partition_metadata import PartitionMetadataError
 from quorum.log.protocol import (
     UNDEFINED_EPOCH,
     UNDEFINED_OFFSET,
@@ -38,6 +41,7 @@ __all__ = [
     "UNDEFINED_EPOCH",
     "UNDEFINED_OFFSET",
     "AppendInfo",
+    "CheckpointFileError",
     "CheckpointedOffsets",
     "Clock",
     "EpochCache",
@@ -47,18 +51,23 @@ __all__ = [
     "InvalidAppendError",
     "LogConfig",
     "LogCorruptionError",
+    "LogDirectory",
     "LogError",
     "MemoryLog",
     "OffsetAndEpoch",
     "OffsetOutOfRangeError",
     "OpenFiles",
     "OpenMode",
+    "PartitionId",
+    "PartitionKey",
+    "PartitionMetadataError",
     "ReadResult",
     "ReplicatedLog",
     "RollReason",
     "SnapshotData",
     "SnapshotNotFoundError",
     "TimestampAndOffset",
+    "data_log_config",
     "default_open_files",
     "metadata_end_offset_for_epoch",
     "partition_dir",

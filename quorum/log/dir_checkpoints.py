@@ -36,7 +36,7 @@ __all__ = [
     "RECOVERY_POINT_CHECKPOINT",
     "REPLICATION_OFFSET_CHECKPOINT",
     "CheckpointFileError",
-    "PartitionKey",
+    "TopicPartition",
     "format_offsets",
     "parse_offsets",
     "read_clean_shutdown_marker",
@@ -53,14 +53,14 @@ CLEAN_SHUTDOWN_MARKER: Final = ".kafka_cleanshutdown"
 _MARKER_VERSION: Final = 0
 
 # (topic, partition)
-PartitionKey: TypeAlias = tuple[str, int]
+TopicPartition: TypeAlias = tuple[str, int]
 
 
 class CheckpointFileError(LogError):
     """A log directory's checkpoint file that cannot be read (names the file and line)."""
 
 
-def format_offsets(offsets: Mapping[PartitionKey, int]) -> str:
+def format_offsets(offsets: Mapping[TopicPartition, int]) -> str:
     lines = [str(CHECKPOINT_VERSION), str(len(offsets))]
     lines.extend(f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items()))
     return "\n".join(lines) + "\n"
@@ -73,7 +73,7 @@ def _integer(text: str, path: Path, number: int, what: str) -> int:
         raise CheckpointFileError(f"{path} line {number}: {what} {text!r} is not an integer") from None
 
 
-def _entry(line: str, path: Path, number: int) -> tuple[PartitionKey, int]:
+def _entry(line: str, path: Path, number: int) -> tuple[TopicPartition, int]:
     parts = line.split()
     if len(parts) != 3:
         raise CheckpointFileError(
@@ -87,7 +87,7 @@ def _entry(line: str, path: Path, number: int) -> tuple[PartitionKey, int]:
     return (topic, partition), offset
 
 
-def parse_offsets(text: str, *, path: Path) -> dict[PartitionKey, int]:
+def parse_offsets(text: str, *, path: Path) -> dict[TopicPartition, int]:
     """The entries of an offset checkpoint's text; ``path`` names it in errors."""
     lines = text.splitlines()
     if not lines:
@@ -100,7 +100,7 @@ def parse_offsets(text: str, *, path: Path) -> dict[PartitionKey, int]:
     if len(lines) < 2:
         return {}
     count = _integer(lines[1].strip(), path, 2, "entry count")
-    offsets: dict[PartitionKey, int] = {}
+    offsets: dict[TopicPartition, int] = {}
     for number, line in enumerate(lines[2:], start=3):
         key, offset = _entry(line, path, number)
         if key in offsets:
@@ -113,7 +113,7 @@ def parse_offsets(text: str, *, path: Path) -> dict[PartitionKey, int]:
     return offsets
 
 
-def read_offsets(path: Path) -> dict[PartitionKey, int]:
+def read_offsets(path: Path) -> dict[TopicPartition, int]:
     """The entries of an offset checkpoint file; none if it does not exist."""
     try:
         raw = path.read_bytes()
@@ -126,7 +126,7 @@ def read_offsets(path: Path) -> dict[PartitionKey, int]:
     return parse_offsets(text, path=path)
 
 
-def write_offsets(path: Path, offsets: Mapping[PartitionKey, int]) -> None:
+def write_offsets(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
     """Replace ``path`` atomically with ``offsets``."""
     atomic_write(path, format_offsets(offsets).encode("utf-8"))
 

@@ -1,5 +1,25 @@
 """A broker log directory: its data partitions, its checkpoints, its clean-shutdown marker.
 
+The broker's replica core uses four calls, keyed by topic id
+(``PartitionKey(topic_id, partition)``, or any object with those two
+attributes): ``open_log(key, topic, index)`` (the partition's ``FileLog``,
+created empty if absent), ``checkpointed_high_watermark(key)`` (0 if none),
+``delete_log(key)`` (the broker stops hosting it) and
+``write_high_watermarks(mapping)`` (Kafka's ``replication-offset-checkpoint``).
+Directories and checkpoints are named by topic name, as in Kafka; each
+partition directory holds a ``partition.metadata`` file with its topic id
+(``quorum.log.partition_metadata``), written when the log is created and
+checked when it is first opened: a directory of the same name whose id
+differs belongs to a deleted topic, and is moved aside and deleted instead
+of being served.
+
+Deleting renames the directory to Kafka's ``<topic>-<partition>.<uuid>-delete``
+(one rename, durable with one directory fsync) and queues it; the files go
+in ``remove_deleted_logs()``, which the broker runs in a worker thread (Kafka
+waits ``file.delete.delay.ms``).  Renamed directories found when the
+directory is opened are queued too: a crash between rename and removal
+leaves nothing behind for good.
+
 Kafka's ``LogManager`` for one directory of ``log.dirs``.  Opening reads the
 marker (and removes it: a crash from now on must not look clean), the
 recovery-point and log-start checkpoints, and lists the partition
@@ -26,9 +46,13 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
+
+import attrs
 
 from quorum.log.clock import Clock, wall_clock_ms
 from quorum.log.config import LogConfig
@@ -37,7 +61,7 @@ from quorum.log.dir_checkpoints import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     CheckpointFileError,
-    PartitionKey,
+    TopicPartition,
     read_clean_shutdown_marker,
     read_offsets,
     remove_clean_shutdown_marker,
@@ -46,17 +70,51 @@ from quorum.log.dir_checkpoints import (
 )
 from quorum.log.file_cache import OpenFiles, default_open_files
 from quorum.log.file_log import FileLog, partition_dir
+from quorum.log.fileio import fsync_dir
+from quorum.log.partition_metadata import read_partition_metadata, write_partition_metadata
 from quorum.log.recovery import OpenMode
 
-__all__ = ["METADATA_TOPIC", "LogDirectory", "parse_partition_dir_name"]
+__all__ = [
+    "DELETE_DIR_SUFFIX",
+    "METADATA_TOPIC",
+    "LogDirectory",
+    "PartitionId",
+    "PartitionKey",
+    "delete_dir_name",
+    "parse_partition_dir_name",
+]
 
 METADATA_TOPIC: Final = "__cluster_metadata"
+DELETE_DIR_SUFFIX: Final = "-delete"
 _PARTITION_DIR: Final = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+_DELETE_DIR: Final = re.compile(r"^.+-\d+\.[0-9a-f]{32}-delete$")
 
 logger = logging.getLogger("quorum.log")
 
 
-def parse_partition_dir_name(name: str) -> PartitionKey | None:
+class PartitionId(Protocol):
+    """A partition named by topic id (the broker's key; ``PartitionKey`` is one)."""
+
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+
+    @property
+    def partition(self) -> int: ...
+
+
+@attrs.frozen(order=True)
+class PartitionKey:
+    """A partition by topic id: a topic deleted and created again is another partition."""
+
+    topic_id: uuid.UUID
+    partition: int
+
+
+def _key_of(key: PartitionId) -> PartitionKey:
+    return key if isinstance(key, PartitionKey) else PartitionKey(key.topic_id, key.partition)
+
+
+def parse_partition_dir_name(name: str) -> TopicPartition | None:
     """``(topic, partition)`` of ``<topic>-<partition>``; None for any other name (Kafka's
     ``-delete``, ``-future`` and ``-stray`` directories included)."""
     match = _PARTITION_DIR.match(name)
@@ -65,7 +123,12 @@ def parse_partition_dir_name(name: str) -> PartitionKey | None:
     return match["topic"], int(match["partition"])
 
 
-def _read_or_reset(path: Path, consequence: str) -> dict[PartitionKey, int]:
+def delete_dir_name(topic: str, partition: int, unique: uuid.UUID) -> str:
+    """Kafka's ``logDeleteDirName``: ``<topic>-<partition>.<uuid without dashes>-delete``."""
+    return f"{topic}-{partition}.{unique.hex}{DELETE_DIR_SUFFIX}"
+
+
+def _read_or_reset(path: Path, consequence: str) -> dict[TopicPartition, int]:
     try:
         return read_offsets(path)
     except CheckpointFileError as exc:
@@ -104,22 +167,30 @@ class LogDirectory:
         self.high_watermarks = _read_or_reset(
             path / REPLICATION_OFFSET_CHECKPOINT, "the high watermarks are unknown"
         )
-        self.logs: dict[PartitionKey, FileLog] = {}
+        self.logs: dict[TopicPartition, FileLog] = {}
+        # the topic-id keys opened so far, and the directory name each maps to
+        self._names: dict[PartitionKey, TopicPartition] = {}
+        self.pending_deletions: list[Path] = []
         for entry in os.scandir(path):
-            key = parse_partition_dir_name(entry.name)
-            if key is None or key[0] == METADATA_TOPIC or not entry.is_dir():
+            if not entry.is_dir():
                 continue
-            self.logs[key] = self._lazy_log(key, clean_shutdown=self.had_clean_shutdown)
+            if _DELETE_DIR.match(entry.name):
+                self.pending_deletions.append(Path(entry.path))
+                continue
+            name = parse_partition_dir_name(entry.name)
+            if name is None or name[0] == METADATA_TOPIC:
+                continue
+            self.logs[name] = self._lazy_log(name, clean_shutdown=self.had_clean_shutdown)
         self._closed = False
 
     def config_of(self, topic: str) -> LogConfig:
         return self._topic_configs.get(topic, self._default_config)
 
-    def _lazy_log(self, key: PartitionKey, *, clean_shutdown: bool) -> FileLog:
-        topic, partition = key
+    def _lazy_log(self, name: TopicPartition, *, clean_shutdown: bool) -> FileLog:
+        topic, partition = name
         mode = OpenMode.for_data_partition(
-            log_start_offset=self._log_starts.get(key),
-            recovery_point=self._recovery_points.get(key, 0),
+            log_start_offset=self._log_starts.get(name),
+            recovery_point=self._recovery_points.get(name, 0),
             clean_shutdown=clean_shutdown,
         )
         return FileLog(
@@ -132,44 +203,142 @@ class LogDirectory:
         )
 
     def log(self, topic: str, partition: int) -> FileLog:
-        """The partition's log, created (empty, lazily) if this directory has none."""
-        key = (topic, partition)
-        found = self.logs.get(key)
+        """The partition's log by name, created (empty, lazily, without a topic id) if this
+        directory has none."""
+        name = (topic, partition)
+        found = self.logs.get(name)
         if found is None:
             # a new partition has nothing to recover
-            found = self.logs[key] = self._lazy_log(key, clean_shutdown=True)
+            found = self.logs[name] = self._lazy_log(name, clean_shutdown=True)
         return found
 
-    def __iter__(self) -> Iterator[PartitionKey]:
+    def __iter__(self) -> Iterator[TopicPartition]:
         return iter(self.logs)
 
-    def needing_recovery(self) -> list[PartitionKey]:
+    def needing_recovery(self) -> list[TopicPartition]:
         """Partitions opened after an unclean shutdown and not loaded yet."""
-        return [key for key, log in self.logs.items() if log.needs_recovery]
+        return [name for name, log in self.logs.items() if log.needs_recovery]
+
+    # -- the broker's calls, by topic id ------------------------------------------------
+
+    def open_log(self, key: PartitionId, topic: str, index: int) -> FileLog:
+        """The partition's log, created empty (with its ``partition.metadata``) if absent.
+
+        A directory of that name that records another topic id belongs to a deleted
+        topic: it is moved aside for deletion and a new empty log takes its place.
+        Raises ``PartitionMetadataError`` if the directory's file cannot be read.
+        """
+        assert key.partition == index, f"key {key} opened as partition {index}"
+        name = (topic, index)
+        partition_key = _key_of(key)
+        known = self._names.get(partition_key)
+        if known is not None:
+            assert known == name, f"{partition_key} was opened as {known}, now as {name}"
+            return self.logs[name]
+        directory = partition_dir(self.path, topic, index)
+        if name in self.logs:
+            recorded = read_partition_metadata(directory)
+            if recorded is None:
+                # created before topic ids were recorded, or a crash before the file
+                directory.mkdir(parents=True, exist_ok=True)
+                write_partition_metadata(directory, partition_key.topic_id)
+            elif recorded != partition_key.topic_id:
+                logger.warning(
+                    "%s belongs to topic id %s, not %s: a deleted topic's log; deleting it",
+                    directory,
+                    recorded,
+                    partition_key.topic_id,
+                )
+                self.delete(topic, index)
+        if name not in self.logs:
+            directory.mkdir(parents=True, exist_ok=True)
+            write_partition_metadata(directory, partition_key.topic_id)
+            self.logs[name] = self._lazy_log(name, clean_shutdown=True)
+        self._names[partition_key] = name
+        return self.logs[name]
+
+    def checkpointed_high_watermark(self, key: PartitionId) -> int:
+        """The high watermark last checkpointed for the partition; 0 if none (or if it was
+        not opened with ``open_log``: the checkpoint is kept by topic name)."""
+        name = self._names.get(_key_of(key))
+        return 0 if name is None else self.high_watermarks.get(name, 0)
+
+    def delete_log(self, key: PartitionId) -> None:
+        """The broker no longer hosts the partition: its log is closed and moved aside for
+        ``remove_deleted_logs``.  A key never opened is a no-op."""
+        name = self._names.pop(_key_of(key), None)
+        if name is not None:
+            self.delete(*name)
+
+    def write_high_watermarks(self, high_watermarks: Mapping[PartitionId, int]) -> None:
+        """Kafka's ``replication-offset-checkpoint`` from the replica core's high watermarks.
+
+        Partitions of this directory not in ``high_watermarks`` (not opened since the
+        start, say) keep their last checkpointed value; keys never opened are skipped.
+        """
+        merged = {name: hw for name, hw in self.high_watermarks.items() if name in self.logs}
+        for key, high_watermark in high_watermarks.items():
+            name = self._names.get(_key_of(key))
+            if name is not None:
+                merged[name] = high_watermark
+        self.checkpoint_high_watermarks(merged)
+
+    # -- deletion ----------------------------------------------------------------------
+
+    def delete(self, topic: str, partition: int) -> Path | None:
+        """Close the partition's log and rename its directory to Kafka's ``-delete`` form
+        (durably); returns the new path, queued for ``remove_deleted_logs``, or None if
+        there was no such directory.  Its checkpoint entries go at the next checkpoint."""
+        name = (topic, partition)
+        log = self.logs.pop(name, None)
+        for names in (self._recovery_points, self._log_starts, self.high_watermarks):
+            names.pop(name, None)
+        for partition_key in [k for k, n in self._names.items() if n == name]:
+            del self._names[partition_key]
+        if log is not None:
+            # its data is going: nothing to flush
+            log.abandon()
+        source = partition_dir(self.path, topic, partition)
+        if not source.exists():
+            return None
+        target = self.path / delete_dir_name(topic, partition, uuid.uuid4())
+        os.rename(source, target)
+        fsync_dir(self.path)
+        self.pending_deletions.append(target)
+        return target
+
+    def remove_deleted_logs(self) -> int:
+        """Remove the directories moved aside by ``delete`` (blocking file I/O: run it in a
+        worker thread); returns how many were removed."""
+        pending, self.pending_deletions = self.pending_deletions, []
+        for directory in pending:
+            shutil.rmtree(directory, ignore_errors=True)
+        return len(pending)
 
     # -- checkpoints --------------------------------------------------------------
 
     def checkpoint_recovery_points(self) -> None:
-        offsets = {key: log.offsets_to_checkpoint().recovery_point for key, log in self.logs.items()}
+        offsets = {name: log.offsets_to_checkpoint().recovery_point for name, log in self.logs.items()}
         write_offsets(self.path / RECOVERY_POINT_CHECKPOINT, offsets)
 
     def checkpoint_log_start_offsets(self) -> None:
-        offsets: dict[PartitionKey, int] = {}
-        for key, log in self.logs.items():
+        offsets: dict[TopicPartition, int] = {}
+        for name, log in self.logs.items():
             start = log.offsets_to_checkpoint().log_start_offset
             if start is not None:
-                offsets[key] = start
+                offsets[name] = start
         write_offsets(self.path / LOG_START_OFFSET_CHECKPOINT, offsets)
 
-    def checkpoint_high_watermarks(self, high_watermarks: Mapping[PartitionKey, int]) -> None:
-        """Kafka's ``replication-offset-checkpoint`` (the replica manager owns the values)."""
+    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        """Kafka's ``replication-offset-checkpoint`` by topic name (see
+        ``write_high_watermarks`` for the replica core's keys)."""
         write_offsets(self.path / REPLICATION_OFFSET_CHECKPOINT, high_watermarks)
         self.high_watermarks = dict(high_watermarks)
 
     # -- closing ----------------------------------------------------------------------
 
     def close(
-        self, *, broker_epoch: int = -1, high_watermarks: Mapping[PartitionKey, int] | None = None
+        self, *, broker_epoch: int = -1, high_watermarks: Mapping[PartitionId, int] | None = None
     ) -> bool:
         """Flush and close every log, write the checkpoints, and the marker if every log is
         whole; returns whether the marker was written."""
@@ -179,18 +348,18 @@ class LogDirectory:
         for log in self.logs.values():
             if log.is_loaded:
                 log.close()
-        clean = not self.needing_recovery()
+        unrecovered = self.needing_recovery()
         os.sync()
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
         if high_watermarks is not None:
-            self.checkpoint_high_watermarks(high_watermarks)
-        if clean:
+            self.write_high_watermarks(high_watermarks)
+        if not unrecovered:
             write_clean_shutdown_marker(self.path, broker_epoch)
         else:
             logger.warning(
                 "%s: %d partitions were never recovered; no clean-shutdown marker",
                 self.path,
-                len(self.needing_recovery()),
+                len(unrecovered),
             )
-        return clean
+        return not unrecovered
