@@ -45,9 +45,8 @@ from broker.lifecycle import (
 from broker.lifecycle_loop import LifecycleLoop
 from broker.metadata_answers import ListenerView
 from broker.metadata_machine import BrokerMetadataMachine
-from broker.partition_logs import PartitionLogs
 from broker.replica import ReplicaCore
-from broker.replica_driver import ReplicaDriver
+from broker.replica_driver import LogMaintenance, ReplicaDriver
 from broker.replica_links import PeerAddress
 from broker.replica_manager import ReplicaManager
 from broker.router import BrokerRouter
@@ -102,9 +101,13 @@ class BrokerNode(MetadataNode):
         if replica_manager is None:
             self.log_directory = LogDirectory(settings.data_log_dir, settings.data_log)
             self.replicas = ReplicaDriver(
-                ReplicaCore(settings.replica, PartitionLogs(self.log_directory), self._rng),
+                ReplicaCore(settings.replica, self.log_directory, self._rng),
                 clock_ms=wall_clock_ms,
-                checkpoint=self.log_directory.checkpoint_high_watermarks,
+                checkpoint=self.log_directory.write_high_watermarks,
+                maintenance=LogMaintenance(
+                    retention_check_interval_ms=settings.retention_check_interval_ms,
+                    remove_deleted=self.log_directory.remove_deleted_logs,
+                ),
                 checkpoint_interval_ms=settings.high_watermark_checkpoint_interval_ms,
                 request_timeout_ms=settings.raft.request_timeout_ms,
             )
@@ -191,7 +194,7 @@ class BrokerNode(MetadataNode):
                 self.log_directory.close(
                     broker_epoch=self.broker_epoch,
                     high_watermarks=None if self.replicas is None
-                    else self.replicas.high_watermarks_by_name(),
+                    else dict(self.replicas.core.high_watermarks().items()),
                 )
 
     async def _run(self, task_status: trio.TaskStatus[NodeAddress]) -> None:

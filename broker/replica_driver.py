@@ -33,7 +33,8 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 import trio
@@ -50,11 +51,18 @@ from quorum.controller.image import MetadataImage
 from quorum.node.connection import ResponseSlot
 from quorum.wire.messages import FetchRequest, ProduceRequest
 
-__all__ = ["ReplicaDriver"]
+__all__ = ["LogMaintenance", "ReplicaDriver"]
 
 logger = logging.getLogger(__name__)
 
 ALTER_PARTITION_VERSION = 3
+
+
+@attrs.frozen
+class LogMaintenance:
+    retention_check_interval_ms: int
+    # removes the directories of partitions no longer hosted (blocking: a worker thread)
+    remove_deleted: Callable[[], object]
 
 
 @attrs.frozen
@@ -72,7 +80,9 @@ class ReplicaDriver:
         core: ReplicaCore,
         *,
         clock_ms: Callable[[], int],
-        checkpoint: Callable[[dict[tuple[str, int], int]], None] | None = None,
+        # called with the core's {PartitionKey: high watermark}, in a worker thread
+        checkpoint: Callable[[Mapping[Any, int]], None] | None = None,
+        maintenance: LogMaintenance | None = None,
         apply_slice: int = 1_000,
         checkpoint_interval_ms: int = 5_000,
         request_timeout_ms: int = 30_000,
@@ -80,6 +90,7 @@ class ReplicaDriver:
         self.core = core
         self._clock_ms = clock_ms
         self._checkpoint = checkpoint
+        self._maintenance = maintenance
         self._apply_slice = apply_slice
         self._checkpoint_interval_ms = checkpoint_interval_ms
         self._request_timeout_ms = request_timeout_ms
@@ -117,10 +128,6 @@ class ReplicaDriver:
     @property
     def pending_changes(self) -> int:
         return sum(len(c.changed) + len(c.removed) for c in self._pending)
-
-    def high_watermarks_by_name(self) -> dict[tuple[str, int], int]:
-        """Every hosted partition's high watermark, as the checkpoint file names them."""
-        return {(p.topic, p.index): p.high_watermark for p in self.core.partitions}
 
     def activate(self) -> None:
         """The broker is registered and caught up: start applying the image's changes."""
@@ -164,6 +171,8 @@ class ReplicaDriver:
             nursery.start_soon(self._timer)
             if self._checkpoint is not None:
                 nursery.start_soon(self._checkpoints)
+            if self._maintenance is not None:
+                nursery.start_soon(self._maintain_logs, self._maintenance)
             task_status.started()
             try:
                 await trio.sleep_forever()
@@ -256,6 +265,28 @@ class ReplicaDriver:
             outbound.request_id, response, now
         ))
 
+    async def _maintain_logs(self, maintenance: LogMaintenance) -> None:
+        """Retention (Kafka's ``log.retention.check.interval.ms`` task): whole segments past
+        ``retention.ms`` or ``retention.bytes`` and below the high watermark are deleted, a
+        slice of partitions at a time; deleted partitions' directories are removed in a
+        worker thread."""
+        while True:
+            await trio.sleep(maintenance.retention_check_interval_ms / 1000)
+            partitions = list(self.core.partitions)
+            for start in range(0, len(partitions), self._apply_slice):
+                now = self._clock_ms()
+                for partition in partitions[start:start + self._apply_slice]:
+                    if self.core.partitions.get(partition.key) is not partition:
+                        continue  # stopped hosting it meanwhile
+                    try:
+                        partition.log.delete_old_segments(  # type: ignore[attr-defined]
+                            now, high_watermark=partition.high_watermark
+                        )
+                    except OSError as exc:
+                        logger.warning("retention of %s failed: %s", partition, exc)
+                await trio.lowlevel.checkpoint()
+            await trio.to_thread.run_sync(maintenance.remove_deleted)
+
     async def _checkpoints(self) -> None:
         while True:
             await trio.sleep(self._checkpoint_interval_ms / 1000)
@@ -265,7 +296,7 @@ class ReplicaDriver:
     async def _write_checkpoint(self) -> None:
         assert self._checkpoint is not None
         self._hw_dirty = False
-        marks = self.high_watermarks_by_name()
+        marks = self.core.high_watermarks()
         try:
             await trio.to_thread.run_sync(self._checkpoint, marks)
         except OSError as exc:

@@ -90,6 +90,7 @@ class BrokerSettings(RaftNodeSettings):
     replica: ReplicaConfig
     inter_broker_listener_name: str
     high_watermark_checkpoint_interval_ms: int
+    retention_check_interval_ms: int
 
     @property
     def served_listener(self) -> BrokerListener:
@@ -136,6 +137,7 @@ def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
         replica=replica_config(config),
         inter_broker_listener_name=config.inter_broker_listener_name,
         high_watermark_checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
+        retention_check_interval_ms=config.log_retention_check_interval_ms,
         metadata_partition_dir=Path(config.metadata_log_dir) / METADATA_PARTITION_DIR,
         raft=metadata_raft_config(config),
         log=metadata_log_config(config),
