@@ -31,6 +31,7 @@ from typing import Any, Final, TypeVar
 
 import trio
 
+from broker.client.background import open_background
 from broker.client.cluster import MetadataTracker
 from broker.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from broker.client.fetch_core import (
@@ -89,7 +90,7 @@ class Consumer:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def __aenter__(self) -> Consumer:
-        self._nursery = await self._stack.enter_async_context(trio.open_nursery())
+        self._nursery = await open_background(self._stack)
         return self
 
     async def __aexit__(self, *_exc: object) -> None:

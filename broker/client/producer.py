@@ -38,6 +38,7 @@ from typing import Final
 import trio
 
 from broker.client.accumulator import Outcome, ProducerBatch, RecordAccumulator, record_size
+from broker.client.background import open_background
 from broker.client.backoff import ExponentialBackoff
 from broker.client.cluster import MetadataTracker
 from broker.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError, error_from_code
@@ -116,7 +117,7 @@ class Producer:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def __aenter__(self) -> Producer:
-        self._nursery = await self._stack.enter_async_context(trio.open_nursery())
+        self._nursery = await open_background(self._stack)
         self._nursery.start_soon(self._sender)
         return self
 
