@@ -150,3 +150,15 @@ def test_consumers_read_below_the_hw_only() -> None:
     assert read(5)[0] == Errors.OFFSET_OUT_OF_RANGE
     assert read(0, epoch=0)[0] == Errors.FENCED_LEADER_EPOCH
     assert read(0, epoch=2)[0] == Errors.UNKNOWN_LEADER_EPOCH
+
+
+def test_a_diverged_follower_cuts_at_the_divergence_not_at_its_high_watermark() -> None:
+    # KIP-101: cutting to the HW would drop offset 2, which the leader committed; should this
+    # follower be elected before fetching it again, an acknowledged record would be gone
+    leader = _leader(_log(1, 1, 1, 3, 3), leader_epoch=3)
+    follower = _follower(_log(1, 1, 1, 2), leader_epoch=3)
+    follower.high_watermark = 2
+    diverging = leader.end_offset_for_epoch(2)
+    assert diverging == OffsetAndEpoch(3, 1)
+    assert truncate_to_diverging_epoch(follower, diverging) == 3
+    assert follower.high_watermark == 2
