@@ -19,6 +19,16 @@ each have one job:
 * ``alter_partition``: ISR changes queued for the controller;
   ``purgatory``: operations parked until a condition or a deadline.
 
+Kafka's names where it has them: ``Partition`` is Kafka's ``Partition`` (one
+replica's state, what a design note may call the partition state);
+``ReplicaFetcher`` is the sans-I/O half of ``ReplicaFetcherThread`` (the
+fetcher core per source broker); ``leader_fetch.read_for_follower`` is the
+leader serving a follower's fetch.
+
+Times are a monotonic ``now_ms``; a follower never caught up carries
+``replica_state.NEVER_MS``, not 0, so a clock that starts near 0 does not
+count it as caught up.
+
 Driving contract (one thin trio task per broker owns the core, as
 ``quorum.node.driver`` owns a Raft core; other tasks talk to it through
 memory channels):

@@ -15,9 +15,19 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["UNKNOWN_OFFSET", "ReplicaState", "reset_replica_state", "update_fetch_state"]
+__all__ = [
+    "NEVER_MS",
+    "UNKNOWN_OFFSET",
+    "ReplicaState",
+    "reset_replica_state",
+    "update_fetch_state",
+]
 
 UNKNOWN_OFFSET = -1
+# "never", as a time: Kafka writes 0, which is long ago on a wall clock but not on a
+# monotonic clock that starts near 0 (a follower outside the ISR would count as caught
+# up, and hold the high watermark back, for the first replica.lag.time.max.ms)
+NEVER_MS = -(2**62)
 
 
 @attrs.frozen(kw_only=True)
@@ -26,8 +36,8 @@ class ReplicaState:
     log_end_offset: int = UNKNOWN_OFFSET
     # the leader's end offset when this follower last fetched
     last_fetch_leader_end_offset: int = 0
-    last_fetch_ms: int = 0
-    last_caught_up_ms: int = 0
+    last_fetch_ms: int = NEVER_MS
+    last_caught_up_ms: int = NEVER_MS
 
 
 def update_fetch_state(
@@ -69,17 +79,17 @@ def reset_replica_state(
     was not leading forgets what it knew of the follower's end offset: only a
     fetch in this epoch tells it.
     """
-    caught_up = now_ms if in_isr else 0
+    caught_up = now_ms if in_isr else NEVER_MS
     if is_new_leader:
         return ReplicaState(
             log_end_offset=UNKNOWN_OFFSET,
             last_fetch_leader_end_offset=UNKNOWN_OFFSET,
-            last_fetch_ms=0,
+            last_fetch_ms=NEVER_MS,
             last_caught_up_ms=caught_up,
         )
     return attrs.evolve(
         state,
         last_fetch_leader_end_offset=leader_end_offset,
-        last_fetch_ms=now_ms if in_isr else 0,
+        last_fetch_ms=now_ms if in_isr else NEVER_MS,
         last_caught_up_ms=caught_up,
     )

@@ -103,6 +103,9 @@ class Checks:
         self.sim = sim
         self.references: dict[PartitionKey, Reference] = {}
         self.verified: dict[tuple[int, PartitionKey], int] = {}
+        # how far each replica's log was found equal to the reference for acknowledged
+        # records (lowered when its log is cut, like ``verified``)
+        self.acked_checked: dict[tuple[int, PartitionKey], int] = {}
         self.acked_end: dict[PartitionKey, int] = {}
         self.acked_count = 0
         self.leaders: dict[tuple[PartitionKey, int], int] = {}
@@ -131,6 +134,8 @@ class Checks:
                 slot = (broker.node_id, key)
                 if cut is not None and self.verified.get(slot, 0) > cut:
                     self.verified[slot] = cut
+                if cut is not None and self.acked_checked.get(slot, 0) > cut:
+                    self.acked_checked[slot] = cut
             if broker.core is None:
                 continue
             for partition in broker.core.partitions:
@@ -194,11 +199,16 @@ class Checks:
                         f"{where} ends at {None if log is None else log.log_end_offset}, "
                         f"before acknowledged acks=all records up to {acked_end}")
                 assert log is not None
-                start = self.verified.get((member, key), 0)
+                slot = (member, key)
+                start = max(self.verified.get(slot, 0), self.acked_checked.get(slot, 0))
+                if start >= acked_end:
+                    continue
                 for base, data in batches_between(log, start, acked_end):
                     require(reference.batch_at(base) == data,
                             f"{where} holds a batch at {base} other than the committed one "
                             f"(acknowledged records up to {acked_end})")
+                    start = base + decode_header_span(data)
+                self.acked_checked[slot] = start
 
     def _untaint(self) -> None:
         image = self.sim.controller.image
