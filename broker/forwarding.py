@@ -34,6 +34,7 @@ from broker.controller_channel import (
 )
 from broker.forward_visibility import ImagePredicate, visible_when
 from quorum.controller.error_responses import error_response
+from quorum.wire import ApiKey
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import DescribeQuorumRequest
 
@@ -42,10 +43,17 @@ __all__ = ["DEFAULT_FORWARD_TIMEOUT_MS", "FORWARDED_APIS", "ControllerForwarder"
 logger = logging.getLogger(__name__)
 
 DEFAULT_FORWARD_TIMEOUT_MS: Final = 30_000
-_DESCRIBE_QUORUM_KEY: Final = 55
-# CreateTopics, DeleteTopics, DescribeConfigs, CreatePartitions, ElectLeaders,
-# IncrementalAlterConfigs, Alter/ListPartitionReassignments, DescribeQuorum
-FORWARDED_APIS: Final = frozenset({19, 20, 32, 37, 43, 44, 45, 46, _DESCRIBE_QUORUM_KEY})
+# DescribeConfigs is not among them: a broker answers it with its own settings
+FORWARDED_APIS: Final = frozenset({
+    ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_TOPICS,
+    ApiKey.CREATE_PARTITIONS,
+    ApiKey.ELECT_LEADERS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ApiKey.DESCRIBE_QUORUM,
+})
 # what says "not the leader any more": the controller's answer, and the Raft
 # layer's (DescribeQuorum is answered by the quorum leader, and between an
 # election and the controller's claim the two can differ for a moment)

@@ -280,7 +280,11 @@ class BrokerNode(MetadataNode):
         )
         forwarder = ControllerForwarder(self.controller_channel, image_wait=self.machine.wait_for)
         router = BrokerRouter(
-            view=view, image=lambda: self.machine.image, forwarder=forwarder, nursery=nursery
+            view=view,
+            image=lambda: self.machine.image,
+            forwarder=forwarder,
+            nursery=nursery,
+            static_configs=settings.static_configs,
         )
         await serve_listener(nursery, listeners, router, max_frame_bytes=settings.max_request_bytes)
         logger.info("broker %d ready: %s", self.node_id, address)

@@ -1,8 +1,9 @@
 """Decoded requests of the broker listener: answered from the metadata image or forwarded.
 
-The listener serves ApiVersions, Metadata, DescribeCluster and pykraft's
-PykraftDescribeImage (the image's offset and digest, so tests and tools can
-compare nodes) from this broker's image, and forwards the admin requests in
+The listener serves ApiVersions, Metadata, DescribeCluster, DescribeConfigs
+(``broker.api.configs``) and pykraft's PykraftDescribeImage (the image's
+offset and digest, so tests and tools can compare nodes) from this broker's
+image, and forwards the admin requests in
 ``FORWARDED_APIS`` (CreateTopics, DeleteTopics, CreatePartitions, configs,
 elections, reassignments, DescribeQuorum) to the active controller (``ControllerForwarder``),
 each in its own task so a slow forward holds up nothing else; the answer
@@ -19,30 +20,36 @@ so a poll about an image already answered costs a copy of its bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import trio
 
+from broker.api.configs import describe_configs_here
 from broker.forwarding import FORWARDED_APIS, ControllerForwarder
 from broker.metadata_answers import ListenerView, describe_cluster_response
 from broker.metadata_cache import MetadataAnswerCache
 from quorum.controller.image import MetadataImage
+from quorum.controller.results import ControllerConfig
 from quorum.node.connection import ResponseSlot, ServerConnection
 from quorum.node.local_answers import ListenerApis, ListenerRouter
 from quorum.node.router import RequestRejected
+from quorum.wire import ApiKey
 from quorum.wire.apis import CLIENT_LISTENER_VERSIONS, CONTROLLER_LISTENER_VERSIONS
-from quorum.wire.messages import DescribeClusterRequest, MetadataRequest
-from quorum.wire.messages.pykraft_describe_image import PYKRAFT_DESCRIBE_IMAGE_KEY
-from quorum.wire.protocol import API_VERSIONS_KEY, RequestHeader
+from quorum.wire.messages import DescribeClusterRequest, DescribeConfigsRequest, MetadataRequest
+from quorum.wire.protocol import RequestHeader
 
 __all__ = ["BROKER_LISTENER_APIS", "BrokerRequestRejected", "BrokerRouter", "broker_listener_table"]
 
-_METADATA_KEY: Final = 3
-_DESCRIBE_CLUSTER_KEY: Final = 60
-BROKER_LISTENER_APIS: Final = frozenset(
-    {API_VERSIONS_KEY, _METADATA_KEY, _DESCRIBE_CLUSTER_KEY} | FORWARDED_APIS
-)
+# answered here (the rest is forwarded)
+_LOCAL_APIS: Final = frozenset({
+    ApiKey.API_VERSIONS,
+    ApiKey.METADATA,
+    ApiKey.DESCRIBE_CLUSTER,
+    ApiKey.DESCRIBE_CONFIGS,
+    ApiKey.PYKRAFT_DESCRIBE_IMAGE,
+})
+BROKER_LISTENER_APIS: Final = _LOCAL_APIS | FORWARDED_APIS
 
 
 class BrokerRequestRejected(RequestRejected):
@@ -52,12 +59,16 @@ class BrokerRequestRejected(RequestRejected):
 def broker_listener_table() -> dict[int, tuple[int, int]]:
     """What the broker listener advertises: the versions it decodes and serves."""
     table = {k: v for k, v in CLIENT_LISTENER_VERSIONS.items() if k in BROKER_LISTENER_APIS}
+    table[ApiKey.PYKRAFT_DESCRIBE_IMAGE] = (0, 0)
     for key in FORWARDED_APIS:
         # forwarded at the client's version: the controller must serve it too
         low, high = CONTROLLER_LISTENER_VERSIONS[key]
         assert low <= table[key][0] and table[key][1] <= high, (key, table[key], (low, high))
-    table[PYKRAFT_DESCRIBE_IMAGE_KEY] = (0, 0)
     return table
+
+
+# one request: answer it through the connection (a handler may complete the slot later)
+Handler = Callable[[ServerConnection, RequestHeader, Any], Awaitable[None]]
 
 
 class BrokerRouter(ListenerRouter):
@@ -68,6 +79,7 @@ class BrokerRouter(ListenerRouter):
         image: Callable[[], MetadataImage],
         forwarder: ControllerForwarder | None = None,
         nursery: trio.Nursery | None = None,
+        static_configs: ControllerConfig | None = None,
     ) -> None:
         super().__init__(
             ListenerApis(
@@ -81,32 +93,61 @@ class BrokerRouter(ListenerRouter):
         self._image = image
         self._forwarder = forwarder
         self._nursery = nursery
+        self._static_configs = static_configs or ControllerConfig(
+            node_id=view.node_id, cluster_id=view.cluster_id
+        )
         self.metadata_answers = MetadataAnswerCache()
+        self._handlers: dict[int, Handler] = {
+            ApiKey.API_VERSIONS: self._answered(self._common),
+            ApiKey.PYKRAFT_DESCRIBE_IMAGE: self._answered(self._common),
+            ApiKey.METADATA: self._answered(self._metadata),
+            ApiKey.DESCRIBE_CLUSTER: self._answered(self._describe_cluster),
+            ApiKey.DESCRIBE_CONFIGS: self._answered(self._describe_configs),
+            **{key: self._forward for key in FORWARDED_APIS},
+        }
+        assert self._handlers.keys() == self.table.keys(), "advertised = handled"
 
     async def route(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
-        slot = conn.new_slot(header)
-        if header.api_key in FORWARDED_APIS:
-            if self._forwarder is None or self._nursery is None:
-                raise BrokerRequestRejected(
-                    f"api key {header.api_key}: this broker forwards no admin requests"
-                )
-            self._nursery.start_soon(self._forward, slot, header.api_version, message)
-            return
-        slot.complete(await self.answer(header.api_version, message))
+        await self._handlers[header.api_key](conn, header, message)
 
-    async def _forward(self, slot: ResponseSlot, version: int, message: Any) -> None:
-        assert self._forwarder is not None
-        slot.complete(await self._forwarder.forward(message, version))
+    # -- handlers ----------------------------------------------------------------------------
 
-    async def answer(self, version: int, message: Any) -> Any:
-        """The response (or its ``EncodedBody``) to one decoded request answered from the image."""
-        common = await self.apis.answer_common(message, node_id=self._view.node_id, image=self._image)
-        if common is not None:
-            return common
-        image = self._image()
-        if isinstance(message, MetadataRequest):
-            return await self.metadata_answers.encoded_response(
-                image, message, version, self._view
+    @staticmethod
+    def _answered(answer: Callable[[int, Any], Awaitable[Any]]) -> Handler:
+        """A handler that answers before the connection's next request is read."""
+
+        async def handle(conn: ServerConnection, header: RequestHeader, message: Any) -> None:
+            slot = conn.new_slot(header)
+            slot.complete(await answer(header.api_version, message))
+
+        return handle
+
+    async def _forward(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
+        if self._forwarder is None or self._nursery is None:
+            raise BrokerRequestRejected(
+                f"api key {header.api_key}: this broker forwards no admin requests"
             )
-        assert isinstance(message, DescribeClusterRequest), message
-        return describe_cluster_response(image, message, version, self._view)
+        # in a task of its own: the connection's next requests are served meanwhile, and the
+        # answer takes its place in the response order
+        self._nursery.start_soon(self._forwarded, conn.new_slot(header), message)
+
+    async def _forwarded(self, slot: ResponseSlot, message: Any) -> None:
+        assert self._forwarder is not None
+        slot.complete(await self._forwarder.forward(message, slot.version))
+
+    async def _common(self, version: int, message: Any) -> Any:
+        return await self.apis.answer_common(
+            message, node_id=self._view.node_id, image=self._image
+        )
+
+    async def _metadata(self, version: int, message: MetadataRequest) -> Any:
+        """The answer's ``EncodedBody``, built in slices and kept per image."""
+        return await self.metadata_answers.encoded_response(
+            self._image(), message, version, self._view
+        )
+
+    async def _describe_cluster(self, version: int, message: DescribeClusterRequest) -> Any:
+        return describe_cluster_response(self._image(), message, version, self._view)
+
+    async def _describe_configs(self, version: int, message: DescribeConfigsRequest) -> Any:
+        return describe_configs_here(self._image(), message, version, self._static_configs)

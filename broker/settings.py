@@ -23,8 +23,10 @@ import attrs
 
 from broker.errors import BrokerStartupError
 from quorum.config import Endpoint, SecurityProtocol, ServerConfig
+from quorum.controller.results import ControllerConfig
 from quorum.node.settings import (
     RaftNodeSettings,
+    controller_config,
     metadata_log_config,
     metadata_raft_config,
     reconnect_backoff_max_ms,
@@ -76,6 +78,8 @@ class BrokerSettings(RaftNodeSettings):
     heartbeat_interval_ms: int
     session_timeout_ms: int
     initial_registration_timeout_ms: int
+    # the broker-level config values this node reports for itself (DescribeConfigs)
+    static_configs: ControllerConfig
 
     @property
     def served_listener(self) -> BrokerListener:
@@ -116,6 +120,7 @@ def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
         heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
         session_timeout_ms=config.broker_session_timeout_ms,
         initial_registration_timeout_ms=config.initial_broker_registration_timeout_ms,
+        static_configs=controller_config(config, cluster_id),
         metadata_partition_dir=Path(config.metadata_log_dir) / METADATA_PARTITION_DIR,
         raft=metadata_raft_config(config),
         log=metadata_log_config(config),

@@ -34,6 +34,8 @@ from typing import Any
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
+
 Schema = dict[str, Any]
 
 # ---------------------------------------------------------------------------
@@ -47,6 +49,9 @@ MODULES: dict[str, list[tuple[str, int, int]]] = {
     "produce": [("Produce", 0, 9)],
     "fetch": [("Fetch", 4, 17)],
     "list_offsets": [("ListOffsets", 1, 7)],
+    "offset_for_leader_epoch": [("OffsetForLeaderEpoch", 0, 4)],
+    "delete_records": [("DeleteRecords", 0, 2)],
+    "describe_log_dirs": [("DescribeLogDirs", 0, 4)],
     "topics": [("CreateTopics", 0, 5), ("DeleteTopics", 0, 4)],
     "init_producer_id": [("InitProducerId", 0, 4)],
     "vote": [("Vote", 0, 2)],
@@ -100,6 +105,12 @@ MODULE_DOCS: dict[str, str] = {
     "produce": "Produce (0): record batches from producers.",
     "fetch": "Fetch (1): client consumption, replica fetching and KRaft log replication.",
     "list_offsets": "ListOffsets (2): offsets by timestamp, earliest and latest.",
+    "offset_for_leader_epoch": (
+        "OffsetForLeaderEpoch (23): where a leader epoch ends, for follower truncation\n"
+        "and consumer log divergence checks (KIP-101, KIP-320)."
+    ),
+    "delete_records": "DeleteRecords (21): advance partitions' log start offsets.",
+    "describe_log_dirs": "DescribeLogDirs (35): log directories and partition sizes.",
     "topics": "CreateTopics (19) and DeleteTopics (20).",
     "init_producer_id": "InitProducerId (22): producer ids for idempotent producers.",
     "vote": "Vote (52): KRaft elections and pre-votes (KIP-595, KIP-853, KIP-996).",
@@ -159,6 +170,17 @@ STRUCT_NAMES: dict[tuple[str, str], str] = {
     ("FetchSnapshotResponse", "PartitionSnapshot"): "FetchSnapshotResponsePartition",
     ("ProduceResponse", "BatchIndexAndErrorMessage"): "ProduceResponseRecordError",
     ("LeaderChangeMessage", "Voter"): "LeaderChangeVoter",
+    ("OffsetForLeaderEpochRequest", "OffsetForLeaderTopic"): "OffsetForLeaderEpochRequestTopic",
+    ("OffsetForLeaderEpochRequest", "OffsetForLeaderPartition"): (
+        "OffsetForLeaderEpochRequestPartition"
+    ),
+    ("OffsetForLeaderEpochResponse", "OffsetForLeaderTopicResult"): (
+        "OffsetForLeaderEpochResponseTopic"
+    ),
+    ("OffsetForLeaderEpochResponse", "EpochEndOffset"): "OffsetForLeaderEpochResponsePartition",
+    ("DeleteRecordsResponse", "DeleteRecordsTopicResult"): "DeleteRecordsResponseTopic",
+    ("DeleteRecordsResponse", "DeleteRecordsPartitionResult"): "DeleteRecordsResponsePartition",
+    ("DescribeLogDirsRequest", "DescribableLogDirTopic"): "DescribeLogDirsRequestTopic",
 }
 
 # Python field names where snake_case of Kafka's name reads badly.
@@ -419,7 +441,7 @@ def render_module(module: str, schema_dir: Path) -> tuple[str, list[str]]:
             emit_message(em, load_schema(schema_path(schema_dir, f"{api}{kind}")), lo, hi)
         if kinds != ("",):
             registrations.append(
-                f"register_api(\n    ApiSpec(\n        key={em_key(schema_dir, api)},\n"
+                f"register_api(\n    ApiSpec(\n        key=ApiKey.{em_key(schema_dir, api).name},\n"
                 f'        name="{api}",\n        request={api}Request,\n'
                 f"        response={api}Response,\n        low={lo},\n        high={hi},\n"
                 "    )\n)"
@@ -432,9 +454,9 @@ def render_module(module: str, schema_dir: Path) -> tuple[str, list[str]]:
     return assemble(module, em, registrations), em.names
 
 
-def em_key(schema_dir: Path, api: str) -> int:
-    key = load_schema(schema_path(schema_dir, f"{api}Request"))["apiKey"]
-    assert isinstance(key, int)
+def em_key(schema_dir: Path, api: str) -> ApiKey:
+    key = ApiKey(load_schema(schema_path(schema_dir, f"{api}Request"))["apiKey"])
+    assert key.name == snake(api).upper(), f"{api} is api key {key.value}, {key.name} in ApiKey"
     return key
 
 
@@ -448,6 +470,7 @@ def assemble(module: str, em: Emitter, registrations: list[str]) -> str:
         imports.append("")
     imports += ["import attrs", ""]
     if registrations:
+        imports.append("from quorum.wire.api_keys import ApiKey")
         imports.append("from quorum.wire.apis import ApiSpec, register_api")
     # isort order as ruff applies it: constants, then functions, numbers naturally
     schema_names = sorted(

@@ -1,3 +1,10 @@
-"""pykraft package."""
+"""The Kafka wire protocol: pure bytes <-> objects, no I/O.
 
-__all__: list[str] = []
+The modules are imported by name (``quorum.wire.messages``,
+``quorum.wire.protocol``, ...); the package itself exports the names every
+user of the protocol needs.
+"""
+
+from quorum.wire.api_keys import ApiKey
+
+__all__ = ["ApiKey"]

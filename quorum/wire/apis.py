@@ -5,6 +5,10 @@ layer looks classes up by api key when it decodes a request.  The two listener
 tables say which versions each listener advertises in ApiVersions: the broker's
 client listener follows what real Kafka clients negotiate, the controller
 listener serves KRaft peers and brokers at the KRaft versions.
+
+Every table here is keyed by ``ApiKey`` members but typed by int: it is read
+with a request header's api key, a plain int that may be a key we do not know
+(an ``IntEnum`` member hashes and compares as its value).
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ from typing import Final
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
+
 __all__ = [
     "API_BY_KEY",
     "CLIENT_LISTENER_VERSIONS",
     "CONTROLLER_LISTENER_VERSIONS",
+    "PEER_ONLY_APIS",
     "ApiSpec",
     "api_for",
     "register_api",
@@ -27,7 +34,7 @@ __all__ = [
 class ApiSpec:
     """One API: its key, Kafka's name, message classes and the versions we decode."""
 
-    key: int
+    key: ApiKey
     name: str
     request: type
     response: type
@@ -49,6 +56,29 @@ def api_for(key: int) -> ApiSpec | None:
     return API_BY_KEY.get(key)
 
 
+# The requests that only pykraft's own nodes and tools send: the KRaft RPCs
+# between controllers, a broker's calls to the controller, pykraft's private
+# APIs.  Their bodies must fill the frame exactly (``decode_request``): bytes
+# after a complete body could only come from a bug in our own encoder, and
+# refusing them finds it.  Every other request may come from a Kafka client and
+# is read as Kafka reads it (``RequestContext.parseRequest`` never asks whether
+# the body used the whole frame): what follows a complete body is ignored.
+# librdkafka, for one, leaves a 4-byte array-count placeholder in its
+# all-topics Metadata request (v9+) and so sends 3 bytes more than the body.
+PEER_ONLY_APIS: Final[frozenset[int]] = frozenset({
+    ApiKey.VOTE,
+    ApiKey.BEGIN_QUORUM_EPOCH,
+    ApiKey.END_QUORUM_EPOCH,
+    ApiKey.FETCH_SNAPSHOT,
+    ApiKey.ALTER_PARTITION,
+    ApiKey.BROKER_REGISTRATION,
+    ApiKey.BROKER_HEARTBEAT,
+    ApiKey.ALLOCATE_PRODUCER_IDS,
+    ApiKey.PYKRAFT_APPEND,
+    ApiKey.PYKRAFT_DESCRIBE_IMAGE,
+})
+
+
 # The ApiVersions table of the broker's client listener: api key -> (min, max).
 #
 # The maximums are the newest versions that kafka-python and librdkafka send
@@ -58,22 +88,22 @@ def api_for(key: int) -> ApiSpec | None:
 # UNSUPPORTED_FOR_MESSAGE_FORMAT, as Kafka does.  Topic-id versions stay off
 # until topic ids work end to end on the broker.
 CLIENT_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
-    0: (0, 9),  # Produce
-    1: (4, 12),  # Fetch
-    2: (1, 7),  # ListOffsets
-    3: (0, 12),  # Metadata
-    18: (0, 4),  # ApiVersions
-    19: (0, 5),  # CreateTopics (forwarded to the active controller)
-    20: (1, 4),  # DeleteTopics (forwarded to the active controller)
-    22: (0, 4),  # InitProducerId
-    32: (0, 4),  # DescribeConfigs (forwarded to the active controller)
-    37: (0, 3),  # CreatePartitions (forwarded)
-    43: (0, 2),  # ElectLeaders (forwarded)
-    44: (0, 1),  # IncrementalAlterConfigs (forwarded)
-    45: (0, 0),  # AlterPartitionReassignments (forwarded)
-    46: (0, 0),  # ListPartitionReassignments (forwarded)
-    55: (0, 2),  # DescribeQuorum (forwarded to the active controller)
-    60: (0, 1),  # DescribeCluster
+    ApiKey.PRODUCE: (0, 9),
+    ApiKey.FETCH: (4, 12),
+    ApiKey.LIST_OFFSETS: (1, 7),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (0, 5),  # forwarded to the active controller
+    ApiKey.DELETE_TOPICS: (1, 4),  # forwarded to the active controller
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),  # forwarded to the active controller
+    ApiKey.CREATE_PARTITIONS: (0, 3),  # forwarded
+    ApiKey.ELECT_LEADERS: (0, 2),  # forwarded
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),  # forwarded
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),  # forwarded
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),  # forwarded
+    ApiKey.DESCRIBE_QUORUM: (0, 2),  # forwarded to the active controller
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
 }
 
 # The ApiVersions table of a controller's listener: api key -> (min, max).
@@ -85,27 +115,29 @@ CLIENT_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
 # (CreateTopics, DeleteTopics), which brokers forward.  No Produce: the
 # metadata log is written only by the active controller.
 CONTROLLER_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
-    1: (4, 17),  # Fetch
-    18: (0, 4),  # ApiVersions
-    19: (0, 5),  # CreateTopics
-    20: (0, 4),  # DeleteTopics
-    32: (0, 4),  # DescribeConfigs
-    37: (0, 3),  # CreatePartitions
-    43: (0, 2),  # ElectLeaders
-    44: (0, 1),  # IncrementalAlterConfigs
-    45: (0, 0),  # AlterPartitionReassignments
-    46: (0, 0),  # ListPartitionReassignments
-    52: (0, 2),  # Vote
-    53: (0, 1),  # BeginQuorumEpoch
-    54: (0, 1),  # EndQuorumEpoch
-    55: (0, 2),  # DescribeQuorum
-    56: (0, 3),  # AlterPartition
-    59: (0, 1),  # FetchSnapshot
-    60: (0, 1),  # DescribeCluster
-    62: (0, 4),  # BrokerRegistration
-    63: (0, 1),  # BrokerHeartbeat
-    64: (0, 0),  # UnregisterBroker
-    67: (0, 0),  # AllocateProducerIds
-    10000: (0, 0),  # PykraftAppend: pykraft's own, commits records (messages/pykraft_append.py)
-    10001: (0, 0),  # PykraftDescribeImage: pykraft's own, a node's image digest
+    ApiKey.FETCH: (4, 17),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (0, 5),
+    ApiKey.DELETE_TOPICS: (0, 4),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.VOTE: (0, 2),
+    ApiKey.BEGIN_QUORUM_EPOCH: (0, 1),
+    ApiKey.END_QUORUM_EPOCH: (0, 1),
+    ApiKey.DESCRIBE_QUORUM: (0, 2),
+    ApiKey.ALTER_PARTITION: (0, 3),
+    ApiKey.FETCH_SNAPSHOT: (0, 1),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.BROKER_REGISTRATION: (0, 4),
+    ApiKey.BROKER_HEARTBEAT: (0, 1),
+    ApiKey.UNREGISTER_BROKER: (0, 0),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    # pykraft's own: commits records (messages/pykraft_append.py)
+    ApiKey.PYKRAFT_APPEND: (0, 0),
+    # pykraft's own: a node's image digest (messages/pykraft_describe_image.py)
+    ApiKey.PYKRAFT_DESCRIBE_IMAGE: (0, 0),
 }

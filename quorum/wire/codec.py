@@ -202,8 +202,6 @@ def _decode_reason(error: Exception) -> str:
         return "the input ends inside a length, count or tag block"
     if isinstance(error, struct.error):
         return f"the input ends early ({error})"
-    if isinstance(error, UnicodeDecodeError):
-        return f"a string is not valid UTF-8 ({error.reason} at byte {error.start} of it)"
     return f"malformed input ({error})"
 
 

@@ -79,7 +79,9 @@ def _enc_value(src: Source, ind: int, expr: str, f: FieldPlan, w: str) -> None:
     elif isinstance(t, StructType):
         enc = src.const(src.resolve(t.cls).encode, "E")
         if f.nullable:
-            src.emit(ind, f"if {expr} is None: {a}(b'\\xff')")
+            # the null marker: an int8 -1, or in a tagged field Kafka's unsigned varint 0
+            null = "b'\\x00'" if f.tag is not None else "b'\\xff'"
+            src.emit(ind, f"if {expr} is None: {a}({null})")
             src.emit(ind, f"else: {a}(b'\\x01'); {enc}({expr}, {w})")
         else:
             _enc_null_check(src, ind, expr, f)

@@ -28,7 +28,10 @@ __all__ = ["gen_decoder", "has_views"]
 
 
 def _dec_length(src: Source, ind: int, var: str, width: str) -> None:
-    """Read a length or count into ``var``: -1 for null, else >= 0 (other negatives raise).
+    """Read a length or count into ``var``: negative for null, else the length.
+
+    Any negative int16/int32 length is null, as in Kafka's generated readers
+    (``if (length < 0)``); callers test ``< 0``.
 
     Compact lengths take the one-byte varint path inline; the slow path and
     every bounds failure go through ``primitives`` (IndexError at the very end
@@ -42,8 +45,6 @@ def _dec_length(src: Source, ind: int, var: str, width: str) -> None:
         return
     s = "_I16" if width == "int16" else "_I32"
     src.emit(ind, f"({var},) = {s}.unpack_from(mv, pos); pos += {2 if width == 'int16' else 4}")
-    msg = "negative length {" + var + "} at offset {pos}"
-    src.emit(ind, f"if {var} < -1: raise _DE(f{msg!r})")
 
 
 def _dec_null(src: Source, ind: int, var: str, f: FieldPlan) -> None:
@@ -64,7 +65,8 @@ def _dec_sized(src: Source, ind: int, var: str, f: FieldPlan, kind: str) -> None
     src.emit(ind + 1, "end = pos + n")
     msg = f"{src.where(f)}: " + "{n} bytes at offset {pos} run past the end ({len(mv)})"
     src.emit(ind + 1, f"if end > len(mv): raise _DE(f{msg!r})")
-    value = "str(mv[pos:end], 'utf-8')" if kind == "string" else "mv[pos:end]"
+    # bad UTF-8 reads as U+FFFD, as Java's new String(bytes, UTF_8) reads it
+    value = "str(mv[pos:end], 'utf-8', 'replace')" if kind == "string" else "mv[pos:end]"
     src.emit(ind + 1, f"{var} = {value}; pos = end")
 
 
@@ -99,7 +101,12 @@ def _dec_value(src: Source, ind: int, var: str, f: FieldPlan) -> None:
         _dec_sized(src, ind, var, f, "string" if t.name == "string" else "bytes")
     elif isinstance(t, StructType):
         dec = src.const(src.resolve(t.cls).decode, "F")
-        if f.nullable:
+        if f.nullable and f.tag is not None:
+            # Kafka's marker of a tagged struct is an unsigned varint: 0 is null
+            _dec_uvarint(src, ind, "m")
+            src.emit(ind, f"if m == 0: {var} = None")
+            src.emit(ind, f"else: {var}, pos = {dec}(mv, pos)")
+        elif f.nullable:
             src.emit(ind, "(m,) = _I8.unpack_from(mv, pos); pos += 1")
             src.emit(ind, f"if m < 0: {var} = None")
             src.emit(ind, f"else: {var}, pos = {dec}(mv, pos)")

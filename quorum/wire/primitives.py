@@ -5,10 +5,15 @@ Readers take ``(buf, pos)`` and return ``(value, new_pos)``; pass a
 either return ``bytes`` (small values) or append to a ``bytearray``.
 
 Every failure to read raises :class:`WireDecodeError` with the offset and the
-reason: a short buffer, a negative length other than -1 where null is allowed,
-a varint longer than 5 (or 10) bytes, invalid UTF-8, or a count larger than the
-bytes that remain.  Lengths are checked explicitly because slicing a
-memoryview past its end silently truncates.
+reason: a short buffer, null where null is not allowed, a varint longer than
+5 (or 10) bytes, or a count larger than the bytes that remain.  Lengths are
+checked explicitly because slicing a memoryview past its end silently
+truncates.
+
+Readers accept what Kafka's generated readers accept: any negative int16 or
+int32 length means null (Kafka tests ``length < 0``, not ``== -1``), and
+UTF-8 that does not decode is read with U+FFFD in place of the bad bytes, as
+Java's ``new String(bytes, UTF_8)`` does.
 """
 
 from __future__ import annotations
@@ -233,22 +238,17 @@ def read_uuid(buf: Buffer, pos: int) -> tuple[uuid.UUID, int]:
 def _utf8(buf: Buffer, start: int, end: int) -> str:
     if end > len(buf):
         raise _short("string", start, end - start, buf)
-    try:
-        return str(buf[start:end], "utf-8")
-    except UnicodeDecodeError as e:
-        raise WireDecodeError(f"string at offset {start} is not valid UTF-8: {e.reason}") from None
+    return str(buf[start:end], "utf-8", "replace")
 
 
 def read_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
-    """int16 length (-1 is null) then UTF-8."""
+    """int16 length (negative is null) then UTF-8."""
     if pos + 2 > len(buf):
         raise _short("string length", pos, 2, buf)
     (n,) = INT16_STRUCT.unpack_from(buf, pos)
     pos += 2
     if n < 0:
-        if n == -1:
-            return None, pos
-        raise WireDecodeError(f"string at offset {pos - 2} has negative length {n}")
+        return None, pos
     return _utf8(buf, pos, pos + n), pos + n
 
 
@@ -309,15 +309,13 @@ def _slice(buf: Buffer, start: int, n: int, what: str) -> memoryview | bytes:
 
 
 def read_nullable_bytes(buf: Buffer, pos: int) -> tuple[memoryview | bytes | None, int]:
-    """int32 length (-1 is null) then raw bytes (a slice of ``buf``: zero copy for memoryview)."""
+    """int32 length (negative is null) then raw bytes (a slice of ``buf``: zero copy for memoryview)."""
     if pos + 4 > len(buf):
         raise _short("bytes length", pos, 4, buf)
     (n,) = INT32_STRUCT.unpack_from(buf, pos)
     pos += 4
     if n < 0:
-        if n == -1:
-            return None, pos
-        raise WireDecodeError(f"bytes at offset {pos - 4} have negative length {n}")
+        return None, pos
     return _slice(buf, pos, n, "bytes"), pos + n
 
 
@@ -386,15 +384,13 @@ def _check_count(buf: Buffer, pos: int, count: int, min_element_bytes: int) -> N
 
 
 def read_array_length(buf: Buffer, pos: int, min_element_bytes: int = 1) -> tuple[int, int]:
-    """int32 element count; -1 (null) is returned as -1."""
+    """int32 element count; any negative count (null) is returned as -1."""
     if pos + 4 > len(buf):
         raise _short("array length", pos, 4, buf)
     (n,) = INT32_STRUCT.unpack_from(buf, pos)
     pos += 4
     if n < 0:
-        if n == -1:
-            return -1, pos
-        raise WireDecodeError(f"array at offset {pos - 4} has negative length {n}")
+        return -1, pos
     _check_count(buf, pos, n, min_element_bytes)
     return n, pos
 

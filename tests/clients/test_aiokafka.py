@@ -8,7 +8,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from deploy import LocalCluster
 
-from .admin_checks import check_partitions
+from .admin_checks import check_partitions, eventually_async
 
 TIMEOUT_MS = 20_000
 
@@ -20,9 +20,19 @@ def test_topics_created_described_and_deleted(bootstrap: str, cluster: LocalClus
         try:
             created = await admin.create_topics([NewTopic("ak-admin", 3, 3)])
             assert [error for _, error, *_ in created.topic_errors] == [0]
-            assert "ak-admin" in await admin.list_topics()
+
+            async def listed() -> bool:
+                return "ak-admin" in await admin.list_topics()
+
+            async def described_ok() -> bool:
+                return (await admin.describe_topics(["ak-admin"]))[0]["error_code"] == 0
+
+            async def gone() -> bool:
+                return "ak-admin" not in await admin.list_topics()
+
+            await eventually_async(listed, "ak-admin listed")
+            await eventually_async(described_ok, "ak-admin described")
             (described,) = await admin.describe_topics(["ak-admin"])
-            assert described["error_code"] == 0
             parts = described["partitions"]
             check_partitions(
                 {p["partition"]: p["leader"] for p in parts},
@@ -32,7 +42,7 @@ def test_topics_created_described_and_deleted(bootstrap: str, cluster: LocalClus
             )
             deleted = await admin.delete_topics(["ak-admin"])
             assert [error for _, error in deleted.topic_error_codes] == [0]
-            assert "ak-admin" not in await admin.list_topics()
+            await eventually_async(gone, "ak-admin gone")
         finally:
             await admin.close()
 

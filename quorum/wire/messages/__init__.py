@@ -63,10 +63,26 @@ from quorum.wire.messages.create_partitions import (
     CreatePartitionsResponse,
     CreatePartitionsResponseTopicResult,
 )
+from quorum.wire.messages.delete_records import (
+    DeleteRecordsRequest,
+    DeleteRecordsRequestPartition,
+    DeleteRecordsRequestTopic,
+    DeleteRecordsResponse,
+    DeleteRecordsResponsePartition,
+    DeleteRecordsResponseTopic,
+)
 from quorum.wire.messages.describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeClusterResponseBroker,
+)
+from quorum.wire.messages.describe_log_dirs import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsRequestTopic,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResponsePartition,
+    DescribeLogDirsResponseResult,
+    DescribeLogDirsResponseTopic,
 )
 from quorum.wire.messages.describe_quorum import (
     DescribeQuorumRequest,
@@ -152,6 +168,14 @@ from quorum.wire.messages.metadata_records import (
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+)
+from quorum.wire.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochRequestPartition,
+    OffsetForLeaderEpochRequestTopic,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochResponsePartition,
+    OffsetForLeaderEpochResponseTopic,
 )
 from quorum.wire.messages.partition_reassignments import (
     AlterPartitionReassignmentsRequest,
@@ -289,6 +313,12 @@ __all__ = [
     "CreateTopicsResponse",
     "CreateTopicsResponseConfig",
     "CreateTopicsResponseTopic",
+    "DeleteRecordsRequest",
+    "DeleteRecordsRequestPartition",
+    "DeleteRecordsRequestTopic",
+    "DeleteRecordsResponse",
+    "DeleteRecordsResponsePartition",
+    "DeleteRecordsResponseTopic",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
     "DeleteTopicsResponseTopic",
@@ -301,6 +331,12 @@ __all__ = [
     "DescribeConfigsResponseResourceResult",
     "DescribeConfigsResponseResult",
     "DescribeConfigsResponseSynonym",
+    "DescribeLogDirsRequest",
+    "DescribeLogDirsRequestTopic",
+    "DescribeLogDirsResponse",
+    "DescribeLogDirsResponsePartition",
+    "DescribeLogDirsResponseResult",
+    "DescribeLogDirsResponseTopic",
     "DescribeQuorumRequest",
     "DescribeQuorumRequestPartition",
     "DescribeQuorumRequestTopic",
@@ -377,6 +413,12 @@ __all__ = [
     "MetadataResponsePartition",
     "MetadataResponseTopic",
     "NoOpRecord",
+    "OffsetForLeaderEpochRequest",
+    "OffsetForLeaderEpochRequestPartition",
+    "OffsetForLeaderEpochRequestTopic",
+    "OffsetForLeaderEpochResponse",
+    "OffsetForLeaderEpochResponsePartition",
+    "OffsetForLeaderEpochResponseTopic",
     "PartitionChangeRecord",
     "PartitionRecord",
     "ProduceRequest",

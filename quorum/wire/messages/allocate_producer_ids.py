@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import INT16, INT32, INT64, field, message
 
@@ -35,7 +36,7 @@ class AllocateProducerIdsResponse:
 
 register_api(
     ApiSpec(
-        key=67,
+        key=ApiKey.ALLOCATE_PRODUCER_IDS,
         name="AllocateProducerIds",
         request=AllocateProducerIdsRequest,
         response=AllocateProducerIdsResponse,

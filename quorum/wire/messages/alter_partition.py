@@ -10,6 +10,7 @@ import uuid
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import INT8, INT16, INT32, INT64, STRING, UUID, array, field, message
 from quorum.wire.uuids import ZERO_UUID
@@ -94,7 +95,7 @@ class AlterPartitionResponse:
 
 register_api(
     ApiSpec(
-        key=56,
+        key=ApiKey.ALTER_PARTITION,
         name="AlterPartition",
         request=AlterPartitionRequest,
         response=AlterPartitionResponse,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import BOOL, INT16, INT32, INT64, STRING, array, field, message
 
@@ -82,7 +83,7 @@ class ApiVersionsResponse:
 
 register_api(
     ApiSpec(
-        key=18,
+        key=ApiKey.API_VERSIONS,
         name="ApiVersions",
         request=ApiVersionsRequest,
         response=ApiVersionsResponse,

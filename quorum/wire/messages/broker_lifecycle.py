@@ -10,6 +10,7 @@ import uuid
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import (
     BOOL,
@@ -101,7 +102,7 @@ class BrokerHeartbeatResponse:
 
 register_api(
     ApiSpec(
-        key=62,
+        key=ApiKey.BROKER_REGISTRATION,
         name="BrokerRegistration",
         request=BrokerRegistrationRequest,
         response=BrokerRegistrationResponse,
@@ -113,7 +114,7 @@ register_api(
 
 register_api(
     ApiSpec(
-        key=63,
+        key=ApiKey.BROKER_HEARTBEAT,
         name="BrokerHeartbeat",
         request=BrokerHeartbeatRequest,
         response=BrokerHeartbeatResponse,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import BOOL, INT8, INT16, INT32, STRING, array, field, message
 
@@ -131,7 +132,7 @@ class DescribeConfigsResponse:
 
 register_api(
     ApiSpec(
-        key=44,
+        key=ApiKey.INCREMENTAL_ALTER_CONFIGS,
         name="IncrementalAlterConfigs",
         request=IncrementalAlterConfigsRequest,
         response=IncrementalAlterConfigsResponse,
@@ -143,7 +144,7 @@ register_api(
 
 register_api(
     ApiSpec(
-        key=32,
+        key=ApiKey.DESCRIBE_CONFIGS,
         name="DescribeConfigs",
         request=DescribeConfigsRequest,
         response=DescribeConfigsResponse,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import BOOL, INT16, INT32, STRING, array, field, message
 
@@ -62,7 +63,7 @@ class CreatePartitionsResponse:
 
 register_api(
     ApiSpec(
-        key=37,
+        key=ApiKey.CREATE_PARTITIONS,
         name="CreatePartitions",
         request=CreatePartitionsRequest,
         response=CreatePartitionsResponse,

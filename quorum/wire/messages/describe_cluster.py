@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import BOOL, INT8, INT16, INT32, STRING, array, field, message
 
@@ -50,7 +51,7 @@ class DescribeClusterResponse:
 
 register_api(
     ApiSpec(
-        key=60,
+        key=ApiKey.DESCRIBE_CLUSTER,
         name="DescribeCluster",
         request=DescribeClusterRequest,
         response=DescribeClusterResponse,

@@ -10,6 +10,7 @@ import uuid
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import INT16, INT32, INT64, STRING, UINT16, UUID, array, field, message
 from quorum.wire.uuids import ZERO_UUID
@@ -115,7 +116,7 @@ class DescribeQuorumResponse:
 
 register_api(
     ApiSpec(
-        key=55,
+        key=ApiKey.DESCRIBE_QUORUM,
         name="DescribeQuorum",
         request=DescribeQuorumRequest,
         response=DescribeQuorumResponse,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import INT8, INT16, INT32, STRING, array, field, message
 
@@ -63,7 +64,7 @@ class ElectLeadersResponse:
 
 register_api(
     ApiSpec(
-        key=43,
+        key=ApiKey.ELECT_LEADERS,
         name="ElectLeaders",
         request=ElectLeadersRequest,
         response=ElectLeadersResponse,

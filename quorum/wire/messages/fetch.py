@@ -10,6 +10,7 @@ import uuid
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import (
     INT8,
@@ -197,7 +198,7 @@ class FetchResponse:
 
 register_api(
     ApiSpec(
-        key=1,
+        key=ApiKey.FETCH,
         name="Fetch",
         request=FetchRequest,
         response=FetchResponse,

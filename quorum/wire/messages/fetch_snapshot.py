@@ -10,6 +10,7 @@ import uuid
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import (
     INT16,
@@ -138,7 +139,7 @@ class FetchSnapshotResponse:
 
 register_api(
     ApiSpec(
-        key=59,
+        key=ApiKey.FETCH_SNAPSHOT,
         name="FetchSnapshot",
         request=FetchSnapshotRequest,
         response=FetchSnapshotResponse,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import INT16, INT32, INT64, STRING, field, message
 
@@ -37,7 +38,7 @@ class InitProducerIdResponse:
 
 register_api(
     ApiSpec(
-        key=22,
+        key=ApiKey.INIT_PRODUCER_ID,
         name="InitProducerId",
         request=InitProducerIdRequest,
         response=InitProducerIdResponse,

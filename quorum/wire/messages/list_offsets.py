@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import INT8, INT16, INT32, INT64, STRING, array, field, message
 
@@ -72,7 +73,7 @@ class ListOffsetsResponse:
 
 register_api(
     ApiSpec(
-        key=2,
+        key=ApiKey.LIST_OFFSETS,
         name="ListOffsets",
         request=ListOffsetsRequest,
         response=ListOffsetsResponse,

@@ -10,6 +10,7 @@ import uuid
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import BOOL, INT16, INT32, STRING, UUID, array, field, message
 from quorum.wire.uuids import ZERO_UUID
@@ -89,7 +90,7 @@ class MetadataResponse:
 
 register_api(
     ApiSpec(
-        key=3,
+        key=ApiKey.METADATA,
         name="Metadata",
         request=MetadataRequest,
         response=MetadataResponse,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import INT16, INT32, STRING, array, field, message
 
@@ -119,7 +120,7 @@ class ListPartitionReassignmentsResponse:
 
 register_api(
     ApiSpec(
-        key=45,
+        key=ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         name="AlterPartitionReassignments",
         request=AlterPartitionReassignmentsRequest,
         response=AlterPartitionReassignmentsResponse,
@@ -131,7 +132,7 @@ register_api(
 
 register_api(
     ApiSpec(
-        key=46,
+        key=ApiKey.LIST_PARTITION_REASSIGNMENTS,
         name="ListPartitionReassignments",
         request=ListPartitionReassignmentsRequest,
         response=ListPartitionReassignmentsResponse,

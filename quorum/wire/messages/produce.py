@@ -10,6 +10,7 @@ from typing import Final
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import INT16, INT32, INT64, RECORDS, STRING, array, field, message
 
@@ -101,7 +102,7 @@ def is_old_message_format(version: int) -> bool:
 
 register_api(
     ApiSpec(
-        key=0,
+        key=ApiKey.PRODUCE,
         name="Produce",
         request=ProduceRequest,
         response=ProduceResponse,

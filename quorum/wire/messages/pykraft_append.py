@@ -19,6 +19,7 @@ from typing import Final
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import BYTES, INT16, INT32, INT64, STRING, array, field, message
 
@@ -30,7 +31,7 @@ __all__ = [
     "PykraftPayloadRecord",
 ]
 
-PYKRAFT_APPEND_KEY: Final = 10000
+PYKRAFT_APPEND_KEY: Final = ApiKey.PYKRAFT_APPEND
 PYKRAFT_PAYLOAD_RECORD_KEY: Final = 10000
 
 

@@ -13,6 +13,7 @@ from typing import Final
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import BOOL, INT16, INT32, INT64, STRING, field, message
 
@@ -22,7 +23,7 @@ __all__ = [
     "PykraftDescribeImageResponse",
 ]
 
-PYKRAFT_DESCRIBE_IMAGE_KEY: Final = 10001
+PYKRAFT_DESCRIBE_IMAGE_KEY: Final = ApiKey.PYKRAFT_DESCRIBE_IMAGE
 
 
 @message(api_key=PYKRAFT_DESCRIBE_IMAGE_KEY, versions=(0, 0), flexible="0+")

@@ -10,6 +10,7 @@ import uuid
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import INT16, INT32, STRING, UINT16, UUID, array, field, message
 from quorum.wire.uuids import ZERO_UUID
@@ -189,7 +190,7 @@ class EndQuorumEpochResponse:
 
 register_api(
     ApiSpec(
-        key=53,
+        key=ApiKey.BEGIN_QUORUM_EPOCH,
         name="BeginQuorumEpoch",
         request=BeginQuorumEpochRequest,
         response=BeginQuorumEpochResponse,
@@ -201,7 +202,7 @@ register_api(
 
 register_api(
     ApiSpec(
-        key=54,
+        key=ApiKey.END_QUORUM_EPOCH,
         name="EndQuorumEpoch",
         request=EndQuorumEpochRequest,
         response=EndQuorumEpochResponse,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import BOOL, INT8, INT16, INT32, STRING, array, field, message
 
@@ -119,7 +120,7 @@ class DeleteTopicsResponse:
 
 register_api(
     ApiSpec(
-        key=19,
+        key=ApiKey.CREATE_TOPICS,
         name="CreateTopics",
         request=CreateTopicsRequest,
         response=CreateTopicsResponse,
@@ -131,7 +132,7 @@ register_api(
 
 register_api(
     ApiSpec(
-        key=20,
+        key=ApiKey.DELETE_TOPICS,
         name="DeleteTopics",
         request=DeleteTopicsRequest,
         response=DeleteTopicsResponse,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import INT16, INT32, STRING, field, message
 
@@ -33,7 +34,7 @@ class UnregisterBrokerResponse:
 
 register_api(
     ApiSpec(
-        key=64,
+        key=ApiKey.UNREGISTER_BROKER,
         name="UnregisterBroker",
         request=UnregisterBrokerRequest,
         response=UnregisterBrokerResponse,

@@ -10,6 +10,7 @@ import uuid
 
 import attrs
 
+from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import ApiSpec, register_api
 from quorum.wire.schema import (
     BOOL,
@@ -96,7 +97,7 @@ class VoteResponse:
 
 register_api(
     ApiSpec(
-        key=52,
+        key=ApiKey.VOTE,
         name="Vote",
         request=VoteRequest,
         response=VoteResponse,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from quorum.wire import codec
+from quorum.wire import codec, protocol
 from quorum.wire.apis import API_BY_KEY, ApiSpec
 from quorum.wire.errors import FrameTooLargeError, WireDecodeError, WireEncodeError
 from quorum.wire.framing import FrameDecoder, encode_frame
@@ -224,10 +224,20 @@ def test_peek_reads_the_header_of_any_request() -> None:
         peek_request_header(b"\x00\x01")
 
 
-def test_trailing_bytes_after_a_request_body_are_refused() -> None:
+def test_trailing_bytes_after_a_client_request_body_are_ignored_as_kafka_ignores_them() -> None:
+    header = RequestHeader(api_key=TEST_KEY, api_version=0, correlation_id=1)
+    framed = encode_request(header, EchoRequest(text="x"))
+    assert decode_request(framed[4:] + b"\x00\x01\x02") == (header, EchoRequest(text="x"))
+
+
+def test_trailing_bytes_after_a_peer_only_request_body_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(protocol, "PEER_ONLY_APIS", frozenset({TEST_KEY}))
     framed = encode_request(RequestHeader(api_key=TEST_KEY, api_version=0, correlation_id=1),
                             EchoRequest(text="x"))
-    with pytest.raises(WireDecodeError, match=r"1 unexpected trailing bytes"):
+    assert decode_request(framed[4:])[1] == EchoRequest(text="x")
+    with pytest.raises(WireDecodeError, match=r"Echo v0 request has 1 unexpected trailing bytes"):
         decode_request(framed[4:] + b"\x00")
 
 

@@ -124,12 +124,11 @@ def test_strings_match_kafka_bytes() -> None:
     [
         (p.read_string, "ffff", "null"),
         (p.read_compact_string, "00", "null"),
-        (p.read_nullable_string, "fffe", "negative length -2"),
+        (p.read_string, "fffe", "null"),
         (p.read_nullable_string, "000561", "needs 5 bytes"),
         (p.read_nullable_string, "00", "needs 2 bytes"),
         (p.read_nullable_compact_string, "0561", "needs 4 bytes"),
-        (p.read_nullable_string, "0002c328", "not valid UTF-8"),
-        (p.read_nullable_bytes, "fffffffe", "negative length -2"),
+        (p.read_bytes, "fffffffe", "null"),
         (p.read_nullable_bytes, "0000000a00", "needs 10 bytes"),
         (p.read_bytes, "ffffffff", "null"),
         (p.read_compact_bytes, "00", "null"),
@@ -181,8 +180,23 @@ def test_array_count_larger_than_the_remaining_bytes_is_refused() -> None:
         p.read_compact_array_length(bytes.fromhex("04aabb"), 0)
     with pytest.raises(WireDecodeError, match=r"claims 2 elements"):
         p.read_array_length(bytes.fromhex("00000002") + b"\x00" * 7, 0, 4)
-    with pytest.raises(WireDecodeError, match=r"negative length -5"):
-        p.read_array_length(bytes.fromhex("fffffffb"), 0)
+
+
+def test_any_negative_length_is_null_as_in_kafkas_readers() -> None:
+    # Kafka's generated readers test `length < 0`, not `length == -1`
+    assert p.read_nullable_string(bytes.fromhex("fffe"), 0) == (None, 2)
+    assert p.read_nullable_string(bytes.fromhex("8000"), 0) == (None, 2)
+    assert p.read_nullable_bytes(bytes.fromhex("fffffffe"), 0) == (None, 4)
+    assert p.read_array_length(bytes.fromhex("fffffffb"), 0) == (-1, 4)
+    assert p.read_array_length(bytes.fromhex("80000000"), 0) == (-1, 4)
+
+
+def test_bad_utf8_reads_as_replacement_characters_as_java_reads_it() -> None:
+    # c3 28: a lead byte without its continuation; Java's new String(bytes, UTF_8)
+    # gives U+FFFD for it, and Kafka serves the request
+    assert p.read_nullable_string(bytes.fromhex("0002c328"), 0) == ("\ufffd(", 4)
+    assert p.read_compact_string(bytes.fromhex("03c328"), 0) == ("\ufffd(", 3)
+    assert p.read_string(bytes.fromhex("0001ff"), 0) == ("\ufffd", 3)
 
 
 def test_tag_blocks_are_written_in_tag_order_and_read_back() -> None:

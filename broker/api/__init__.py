@@ -1,0 +1,1 @@
+"""The broker listener's request handlers, one module per API family."""
