@@ -6,6 +6,7 @@ name; the pykraft side of the data-plane bench divides its own by these.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -14,8 +15,16 @@ __all__ = ["LatencyFigures", "NatsFigures", "ThroughputFigures", "percentile"]
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile: the smallest value with at least ``fraction`` of all
+    values at or below it (always one of the measured values, never interpolated)."""
+    if not values:
+        raise ValueError("no values to take a percentile of")
+    if not 0 < fraction <= 1:
+        raise ValueError(f"a percentile's fraction is in (0, 1], not {fraction}")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+    # rounded first: 0.99 * 2000 is 1979.9999999999998 in binary floating point
+    rank = math.ceil(round(fraction * len(ordered), 9))
+    return ordered[max(rank, 1) - 1]
 
 
 @attrs.frozen(kw_only=True)

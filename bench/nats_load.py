@@ -20,21 +20,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Final
 
-import attrs
-import cattrs
 import nats
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
+from bench.nats_lineup import LoadReport
 from bench.nats_stream import STREAM, SUBJECT
 
 __all__ = ["LoadReport", "main"]
@@ -45,35 +43,6 @@ _DELIVERY_TIMEOUT_S: Final = 10.0
 # how often the publish loop looks at the clock (every message would cost ~5% of it)
 _CLOCK_EVERY: Final = 64
 _CONNECT_TIMEOUT_S: Final = 10
-
-
-@attrs.frozen(kw_only=True)
-class LoadReport:
-    """What one load process prints after ``RESULT ``, as JSON (``cattrs``)."""
-
-    messages: int
-    bytes: int
-    # the phase's start and end on the system-wide monotonic clock, and CPU used between
-    start: float
-    end: float
-    cpu_s: float
-    errors: int = 0
-    first_error: str = ""
-    # latency only: seconds from each publish to its ack and to its delivery
-    ack_s: tuple[float, ...] = ()
-    delivery_s: tuple[float, ...] = ()
-
-    @property
-    def cpu_percent(self) -> float:
-        """This process's share of one core over its phase."""
-        return 100.0 * self.cpu_s / max(self.end - self.start, 1e-9)
-
-    def to_json(self) -> str:
-        return json.dumps(cattrs.unstructure(self))
-
-    @staticmethod
-    def from_json(text: str) -> LoadReport:
-        return cattrs.structure(json.loads(text), LoadReport)
 
 
 class Tally:
@@ -246,7 +215,9 @@ async def consume(args: argparse.Namespace) -> LoadReport:
         await nc.close()
 
 
-KINDS: Final[dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, LoadReport]]]] = {"publish": publish, "latency": latency, "consume": consume}
+KINDS: Final[dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, LoadReport]]]] = {
+    "publish": publish, "latency": latency, "consume": consume,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

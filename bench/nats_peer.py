@@ -31,7 +31,6 @@ sees whether the servers or the Python clients were the limit.
 from __future__ import annotations
 
 import argparse
-import enum
 import shlex
 import shutil
 import sys
@@ -41,11 +40,19 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Final
 
-import attrs
-
 from bench.nats_cluster import NatsCluster
 from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures, percentile
-from bench.nats_phases import PhaseResult, run_phase
+from bench.nats_lineup import (
+    ConnectTo,
+    NatsWorkload,
+    PhasePlan,
+    PhaseResult,
+    consume_phase,
+    latency_phase,
+    publish_phase,
+    stream_roles,
+)
+from bench.nats_phases import run_phase
 from bench.nats_report import report
 from bench.nats_server import find_nats_server
 from bench.nats_stream import REPLICAS, StreamState, create_stream, stream_state
@@ -65,41 +72,6 @@ DURABILITY: Final = ("JetStream file store, sync_interval at the server's defaul
 _NODES: Final = 3
 
 
-class ConnectTo(enum.Enum):
-    # every load process on the server that leads the stream (a Kafka client sends to
-    # the partition leader)
-    LEADER = "leader"
-    # load process i on server i mod 3 (what a NATS client's server list would spread)
-    SPREAD = "spread"
-
-
-@attrs.frozen(kw_only=True)
-class NatsWorkload:
-    message_bytes: int = 1024
-    windows: tuple[int, ...] = (64, 512)
-    publish_processes: int = 2
-    # per process and window; the phase ends at whichever bound comes first
-    publish_messages: int = 2_000_000
-    publish_seconds: float = 10.0
-    publish_warmup: int = 1_000
-    latency_messages: int = 2_000
-    latency_warmup: int = 200
-    latency_seconds: float = 60.0
-    consume_processes: int = 2
-    consume_seconds: float = 120.0
-    connect_to: ConnectTo = ConnectTo.LEADER
-    start_timeout_s: float = 30.0
-    # where each run's servers keep their stores and logs (a temporary directory inside)
-    base_dir: Path | None = None
-    keep: bool = False
-
-
-def _roles(cluster: NatsCluster, leader: str) -> dict[str, str]:
-    """Server name -> its role for the stream, so that runs with different leaders line up."""
-    followers = [n.name for n in cluster.nodes if n.name != leader]
-    return {leader: "leader", **{name: f"follower-{i + 1}" for i, name in enumerate(followers)}}
-
-
 def _throughput(phase: PhaseResult, window: int, roles: Mapping[str, str]) -> ThroughputFigures:
     cpu = {roles.get(name, name): share for name, share in phase.cpu_percent().items()}
     return ThroughputFigures(processes=len(phase.loads), window=window, messages=phase.messages,
@@ -107,8 +79,20 @@ def _throughput(phase: PhaseResult, window: int, roles: Mapping[str, str]) -> Th
                              machine_busy_percent=phase.machine_busy_percent)
 
 
+def _latency(phase: PhaseResult, roles: Mapping[str, str]) -> LatencyFigures:
+    (load,) = phase.loads
+    return LatencyFigures(
+        messages=load.messages,
+        ack_p50_ms=1000 * percentile(load.ack_s, 0.5),
+        ack_p99_ms=1000 * percentile(load.ack_s, 0.99),
+        delivery_p50_ms=1000 * percentile(load.delivery_s, 0.5),
+        delivery_p99_ms=1000 * percentile(load.delivery_s, 0.99),
+        cpu_percent={roles.get(k, k): v for k, v in phase.cpu_percent().items()},
+        machine_busy_percent=phase.machine_busy_percent)
+
+
 class _Run:
-    """One run's cluster, stream leader and load-process addresses."""
+    """One run's cluster and stream leader: runs each phase of the line-up against them."""
 
     def __init__(self, workload: NatsWorkload, cluster: NatsCluster, state: StreamState,
                  base: Path) -> None:
@@ -116,53 +100,24 @@ class _Run:
         self.cluster = cluster
         self.base = base
         self.leader_url = next(n.url for n in cluster.nodes if n.name == state.leader)
-        self.roles = _roles(cluster, state.leader)
+        self.roles = stream_roles([n.name for n in cluster.nodes], state.leader)
 
-    def url(self, process: int) -> str:
-        if self.workload.connect_to is ConnectTo.LEADER:
-            return self.leader_url
-        return self.cluster.nodes[process % len(self.cluster.nodes)].url
-
-    def phase(self, kind: str, process_args: Sequence[Sequence[str]], bound_s: float
-              ) -> PhaseResult:
-        w = self.workload
-        common = ["--size", str(w.message_bytes)]
-        return run_phase(kind, [["--server", self.url(i), *common, *args]
-                                for i, args in enumerate(process_args)],
-                         bound_s=bound_s, server_pids=self.cluster.pids, log_dir=self.base / "load")
+    def phase(self, plan: PhasePlan) -> PhaseResult:
+        return run_phase(plan, server_pids=self.cluster.pids, log_dir=self.base / "load")
 
     def publish(self, window: int) -> ThroughputFigures:
-        w = self.workload
-        args = ["--window", str(window), "--messages", str(w.publish_messages),
-                "--seconds", str(w.publish_seconds), "--warmup", str(w.publish_warmup)]
-        phase = self.phase("publish", [args] * w.publish_processes, w.publish_seconds)
-        return _throughput(phase, window, self.roles)
+        plan = publish_phase(self.workload, window, self.leader_url, self.cluster.client_urls)
+        return _throughput(self.phase(plan), window, self.roles)
 
     def latency(self) -> LatencyFigures:
-        w = self.workload
-        args = ["--messages", str(w.latency_messages), "--seconds", str(w.latency_seconds),
-                "--warmup", str(w.latency_warmup)]
-        phase = self.phase("latency", [args], w.latency_seconds)
-        (load,) = phase.loads
-        return LatencyFigures(
-            messages=load.messages,
-            ack_p50_ms=1000 * percentile(load.ack_s, 0.5),
-            ack_p99_ms=1000 * percentile(load.ack_s, 0.99),
-            delivery_p50_ms=1000 * percentile(load.delivery_s, 0.5),
-            delivery_p99_ms=1000 * percentile(load.delivery_s, 0.99),
-            cpu_percent={self.roles.get(k, k): v for k, v in phase.cpu_percent().items()},
-            machine_busy_percent=phase.machine_busy_percent)
+        plan = latency_phase(self.workload, self.leader_url, self.cluster.client_urls)
+        return _latency(self.phase(plan), self.roles)
 
     def consume(self) -> ThroughputFigures:
-        w = self.workload
         state = stream_state(self.leader_url)
-        count = state.last_seq - state.first_seq + 1
-        processes = min(w.consume_processes, count)
-        bounds = [state.first_seq + count * i // processes for i in range(processes + 1)]
-        args = [["--first-seq", str(bounds[i]), "--last-seq", str(bounds[i + 1] - 1),
-                 "--messages", str(count), "--seconds", str(w.consume_seconds)]
-                for i in range(processes)]
-        phase = self.phase("consume", args, w.consume_seconds)
+        plan = consume_phase(self.workload, state.first_seq, state.last_seq, self.leader_url,
+                             self.cluster.client_urls)
+        phase = self.phase(plan)
         if phase.messages != state.messages:
             raise RuntimeError(f"consumed {phase.messages} messages of the stream's "
                                f"{state.messages}")

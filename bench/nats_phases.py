@@ -1,6 +1,7 @@
 """One phase of the NATS peer: load processes (``bench.nats_load``) started, lined up, timed.
 
-``run_phase`` starts one process per argument list, waits until every one has
+``run_phase`` starts one process per argument list of a ``PhasePlan``
+(``bench.nats_lineup``), waits until every one has
 connected and warmed up (``READY``), sends ``GO`` to all at once, and collects
 each ``RESULT``. The phase's throughput spans all of them: bytes over the
 time from the first start to the last end (each process reports both on the
@@ -27,12 +28,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Final
 
-import attrs
-
-from bench.nats_load import LoadReport
+from bench.nats_lineup import LoadReport, PhasePlan, PhaseResult
 from quorum.node.lifeline import arm_parent_death_signal
 
-__all__ = ["LoadFailed", "PhaseResult", "cpu_seconds", "machine_busy_s", "run_phase"]
+__all__ = ["LoadFailed", "cpu_seconds", "machine_busy_s", "run_phase"]
 
 # the directory holding the bench package, for the load processes' PYTHONPATH
 _PROJECT_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -46,39 +45,6 @@ _CLOCK_TICKS: Final = os.sysconf("SC_CLK_TCK")
 
 class LoadFailed(RuntimeError):
     """A load process failed, overran its bound, or reported errors."""
-
-
-@attrs.frozen(kw_only=True)
-class PhaseResult:
-    loads: tuple[LoadReport, ...]
-    # seconds from GO until the last result, and each server's CPU seconds meanwhile
-    wall_s: float
-    server_cpu_s: Mapping[str, float]
-    # the whole machine meanwhile: busy share of all cores (100 = every core busy)
-    machine_busy_percent: float
-
-    @property
-    def messages(self) -> int:
-        return sum(r.messages for r in self.loads)
-
-    @property
-    def bytes(self) -> int:
-        return sum(r.bytes for r in self.loads)
-
-    @property
-    def seconds(self) -> float:
-        return max(r.end for r in self.loads) - min(r.start for r in self.loads)
-
-    @property
-    def mb_per_s(self) -> float:
-        return self.bytes / self.seconds / 1e6
-
-    def cpu_percent(self) -> dict[str, float]:
-        """Each process's share of one core over the phase: ``load-N`` and the servers."""
-        shares = {f"load-{i + 1}": r.cpu_percent for i, r in enumerate(self.loads)}
-        wall = max(self.wall_s, 1e-9)
-        shares.update({name: 100.0 * s / wall for name, s in self.server_cpu_s.items()})
-        return shares
 
 
 def machine_busy_s() -> tuple[float, float]:
@@ -165,12 +131,13 @@ class LoadProcess:
         return f"--- {self.log_path}\n" + "\n".join(text)
 
 
-def run_phase(kind: str, process_args: Sequence[Sequence[str]], *, bound_s: float,
-              server_pids: Mapping[str, int], log_dir: Path) -> PhaseResult:
-    """One ``kind`` load process per entry of ``process_args``, started together."""
+def run_phase(plan: PhasePlan, *, server_pids: Mapping[str, int], log_dir: Path
+              ) -> PhaseResult:
+    """One load process per argument list of ``plan``, started together."""
+    kind = plan.kind
     log_dir.mkdir(parents=True, exist_ok=True)
     loads = [LoadProcess(kind, args, log_dir / f"{kind}-{i + 1}.log")
-             for i, args in enumerate(process_args)]
+             for i, args in enumerate(plan.process_args)]
     try:
         ready_by = time.monotonic() + _READY_TIMEOUT_S
         for load in loads:
@@ -180,7 +147,7 @@ def run_phase(kind: str, process_args: Sequence[Sequence[str]], *, bound_s: floa
         began = time.monotonic()
         for load in loads:
             load.go()
-        done_by = began + bound_s + _RESULT_SLACK_S
+        done_by = began + plan.bound_s + _RESULT_SLACK_S
         reports = [LoadReport.from_json(load.expect("RESULT ", done_by)) for load in loads]
         wall_s = time.monotonic() - began
         busy_after, total_after = machine_busy_s()

@@ -85,15 +85,6 @@ def test_the_report_shows_the_median_and_range_of_the_runs_and_one_json_line() -
     assert len(summary["runs"]) == 3
 
 
-def test_a_load_process_result_survives_its_json_line() -> None:
-    load = pytest.importorskip("bench.nats_load", reason="nats-py is not installed")
-    sent = load.LoadReport(messages=3, bytes=3072, start=1.0, end=2.0, cpu_s=0.5,
-                           ack_s=(0.001, 0.002, 0.003))
-
-    assert load.LoadReport.from_json(sent.to_json()) == sent
-    assert sent.cpu_percent == pytest.approx(50.0)
-
-
 def test_cpu_readings_come_from_proc() -> None:
     phases = pytest.importorskip("bench.nats_phases", reason="nats-py is not installed")
     sum(i * i for i in range(200_000))  # some CPU of our own
