@@ -7,11 +7,12 @@ name; the pykraft side of the data-plane bench divides its own by these.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 
 import attrs
 
-__all__ = ["LatencyFigures", "NatsFigures", "ThroughputFigures", "percentile"]
+__all__ = ["LatencyFigures", "NatsFigures", "ThroughputFigures", "median_headline", "percentile"]
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -82,3 +83,12 @@ class NatsFigures:
             "consume_mb_per_s": self.consume.mb_per_s,
         })
         return figures
+
+
+def median_headline(runs: Sequence[NatsFigures]) -> dict[str, float]:
+    """Each headline figure's median over ``runs`` (each figure on its own: the run with
+    the median publish rate need not be the one with the median latency)."""
+    if not runs:
+        raise ValueError("no runs to take the median of")
+    keys = runs[0].headline().keys()
+    return {key: statistics.median(run.headline()[key] for run in runs) for key in keys}

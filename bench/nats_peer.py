@@ -41,7 +41,13 @@ from pathlib import Path
 from typing import Final
 
 from bench.nats_cluster import NatsCluster
-from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures, percentile
+from bench.nats_figures import (
+    LatencyFigures,
+    NatsFigures,
+    ThroughputFigures,
+    median_headline,
+    percentile,
+)
 from bench.nats_lineup import (
     ConnectTo,
     NatsWorkload,
@@ -64,6 +70,7 @@ __all__ = [
     "NatsWorkload",
     "ThroughputFigures",
     "main",
+    "median_headline",
     "run_nats_peer",
 ]
 

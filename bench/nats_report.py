@@ -16,7 +16,7 @@ from typing import Final
 
 import cattrs
 
-from bench.nats_figures import NatsFigures
+from bench.nats_figures import NatsFigures, median_headline
 
 __all__ = ["report"]
 
@@ -95,7 +95,5 @@ def report(runs: Sequence[NatsFigures], out: Callable[[str], None] = print) -> N
     out("\nCPU during each phase, % of one core (median over runs):\n")
     for line in _cpu_table(runs):
         out(line)
-    medians = {key: statistics.median(r.headline()[key] for r in runs)
-               for key in first.headline()}
-    out("\n" + json.dumps({"bench": "nats_peer", "median": medians,
+    out("\n" + json.dumps({"bench": "nats_peer", "median": median_headline(runs),
                            "runs": [cattrs.unstructure(r) for r in runs]}))

@@ -16,6 +16,8 @@ from typing import Final
 
 import attrs
 import nats
+import nats.errors
+import nats.js.errors
 from nats.js.api import StorageType, StreamConfig
 
 __all__ = ["STREAM", "SUBJECT", "StreamState", "create_stream", "stream_state"]
@@ -24,6 +26,8 @@ STREAM: Final = "BENCH"
 SUBJECT: Final = "bench"
 REPLICAS: Final = 3
 _REQUEST_TIMEOUT_S: Final = 10.0
+_LEADER_TIMEOUT_S: Final = 30.0
+_POLL_S: Final = 0.05
 
 
 @attrs.frozen(kw_only=True)
@@ -50,13 +54,18 @@ async def _create_stream(url: str) -> StreamState:
         js = nc.jetstream(timeout=_REQUEST_TIMEOUT_S)
         await js.add_stream(StreamConfig(name=STREAM, subjects=[SUBJECT],
                                          storage=StorageType.FILE, num_replicas=REPLICAS))
-        # the stream answers publishes once its own Raft group has a leader
-        async with asyncio.timeout(_REQUEST_TIMEOUT_S):
+        # the stream answers publishes once its own Raft group has a leader; until then
+        # stream info may report none, or time out, or answer 503 (no responders)
+        async with asyncio.timeout(_LEADER_TIMEOUT_S):
             while True:
-                state = await _state(js)
+                try:
+                    state = await _state(js)
+                except (nats.errors.TimeoutError, nats.js.errors.ServiceUnavailableError,
+                        nats.errors.NoRespondersError):
+                    state = None
                 if state is not None:
                     return state
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(_POLL_S)
     finally:
         await nc.close()
 

@@ -11,7 +11,7 @@ import pytest
 
 from bench import nats_server
 from bench.nats_cluster import NatsNode, render_config
-from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures
+from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures, median_headline
 from bench.nats_report import report
 
 
@@ -83,6 +83,19 @@ def test_the_report_shows_the_median_and_range_of_the_runs_and_one_json_line() -
     summary = json.loads(lines[-1])
     assert summary["median"]["publish_mb_per_s_w512"] == pytest.approx(40.0)
     assert len(summary["runs"]) == 3
+
+
+def test_each_headline_figure_is_the_median_of_its_own_over_the_runs() -> None:
+    medians = median_headline([figures(1.0), figures(3.0), figures(2.0)])
+
+    assert set(medians) == {"publish_mb_per_s_w64", "publish_mb_per_s_w512", "ack_p50_ms",
+                            "ack_p99_ms", "delivery_p50_ms", "delivery_p99_ms",
+                            "consume_mb_per_s"}
+    assert medians["publish_mb_per_s_w64"] == pytest.approx(20.0)
+    assert medians["ack_p50_ms"] == pytest.approx(0.6)
+    assert medians["consume_mb_per_s"] == pytest.approx(200.0)
+    with pytest.raises(ValueError):
+        median_headline([])
 
 
 def test_cpu_readings_come_from_proc() -> None:
