@@ -20,8 +20,9 @@ the partition leader:
 2. latency: one process, one publish at a time after a warm-up: the time to
    its ack (committed by the stream's Raft quorum) and to its delivery to an
    ordered push consumer in the same process (Kafka's end-to-end latency);
-3. consume: the whole stream read back by ``consume_processes`` ordered push
-   consumers, each a contiguous range of sequences; MB/s of payload.
+3. consume: the whole stream read back by ``consume_processes`` flow-controlled
+   push consumers, each a contiguous range of sequences (``bench.nats_lineup``);
+   MB/s of payload.
 
 MB is 10^6 bytes of message payload (subjects, headers and framing not
 counted). CPU of every process over each phase is reported, so that a reader
