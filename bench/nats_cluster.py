@@ -83,7 +83,7 @@ def plan_nodes(base_dir: Path, size: int) -> list[NatsNode]:
 
 def render_config(node: NatsNode, nodes: list[NatsNode]) -> str:
     routes = ", ".join(f'"nats-route://{HOST}:{n.route_port}"' for n in nodes if n != node)
-    # sync_interval is deliberately absent: the server's default durability applies
+    # no sync setting (2.10's sync_interval included): the server's default durability applies
     return (
         f'server_name: "{node.name}"\n'
         f'listen: "{HOST}:{node.client_port}"\n'

@@ -75,8 +75,9 @@ __all__ = [
     "run_nats_peer",
 ]
 
-DURABILITY: Final = ("JetStream file store, sync_interval at the server's default: no fsync "
-                     "before a publish ack (replication is the durability, as in Kafka)")
+DURABILITY: Final = ("JetStream file store at the server's defaults: no fsync before a publish "
+                     "ack, the store synced in the background (replication is the durability, "
+                     "as in Kafka)")
 _NODES: Final = 3
 
 
