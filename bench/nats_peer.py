@@ -164,24 +164,39 @@ def run_nats_peer(workload: NatsWorkload) -> NatsFigures:
                        consume=consume, server_pids=pids)
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _windows(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(_positive(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a comma-separated list of positive integers, not {text!r}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--processes", type=int, default=2, help="publish load processes")
-    parser.add_argument("--windows", default="64,512",
+    parser.add_argument("--runs", type=_positive, default=3)
+    parser.add_argument("--processes", type=_positive, default=2, help="publish load processes")
+    parser.add_argument("--windows", type=_windows, default=(64, 512),
                         help="publish acks outstanding per process, one phase each")
     parser.add_argument("--seconds", type=float, default=10.0, help="each publish phase")
-    parser.add_argument("--messages", type=int, default=2_000_000,
+    parser.add_argument("--messages", type=_positive, default=2_000_000,
                         help="at most this many per publish process and phase")
-    parser.add_argument("--latency", type=int, default=2000, help="sequential publishes")
-    parser.add_argument("--consume-processes", type=int, default=2)
-    parser.add_argument("--size", type=int, default=1024, help="message payload bytes")
+    parser.add_argument("--latency", type=_positive, default=2000, help="sequential publishes")
+    parser.add_argument("--consume-processes", type=_positive, default=2)
+    parser.add_argument("--size", type=_positive, default=1024, help="message payload bytes")
     parser.add_argument("--connect-to", choices=[c.value for c in ConnectTo], default="leader")
     parser.add_argument("--dir", default=None, help="where the servers keep their stores")
     parser.add_argument("--keep", action="store_true", help="keep stores and logs")
     args = parser.parse_args(argv)
     workload = NatsWorkload(
-        message_bytes=args.size, windows=tuple(int(w) for w in args.windows.split(",")),
+        message_bytes=args.size, windows=args.windows,
         publish_processes=args.processes, publish_messages=args.messages,
         publish_seconds=args.seconds, latency_messages=args.latency,
         consume_processes=args.consume_processes, connect_to=ConnectTo(args.connect_to),

@@ -105,3 +105,17 @@ def test_cpu_readings_come_from_proc() -> None:
     assert phases.cpu_seconds(os.getpid()) > 0
     busy, total = phases.machine_busy_s()
     assert 0 < busy < total
+
+
+@pytest.mark.parametrize("argv", [["--runs", "0"], ["--windows", "64,x"], ["--windows", "0"],
+                                  ["--size", "-1"]])
+def test_the_command_refuses_counts_below_one_before_starting_anything(
+    argv: list[str], capsys: pytest.CaptureFixture[str],
+) -> None:
+    peer = pytest.importorskip("bench.nats_peer", reason="nats-py is not installed")
+
+    with pytest.raises(SystemExit) as exit_:
+        peer.main(argv)
+
+    assert exit_.value.code == 2
+    assert argv[0] in capsys.readouterr().err
