@@ -263,6 +263,7 @@ class BrokerNode(MetadataNode):
             ),
             broker=lambda: BrokerView(int(self.state), self.broker_epoch),
             activity=self.activity,
+            extra=None if self.replicas is None else self.replicas.metric_families,
         )
 
     async def _serve_controller(self, nursery: trio.Nursery, driver: CoreDriver) -> None:
@@ -351,6 +352,7 @@ class BrokerNode(MetadataNode):
             nursery=nursery,
             static_configs=settings.static_configs,
             replicas=self.replicas,
+            log_dir=settings.data_log_dir,
         )
         await serve_listener(nursery, listeners, router, max_frame_bytes=settings.max_request_bytes)
         logger.info("broker %d ready: %s", self.node_id, address)

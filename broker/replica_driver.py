@@ -45,10 +45,12 @@ from broker.controller_channel import (
     ControllerLane,
     ControllerUnavailableError,
 )
+from broker.data_metrics import DataPlaneCounters, data_plane_families
 from broker.replica import OutboundAlterPartition, ReplicaCore, ReplicaOutput
 from broker.replica_links import FetchLinks, PeerAddress
-from broker.replica_manager import PartitionAssignment
+from broker.replica_manager import PartitionAssignment, PartitionKey
 from quorum.controller.image import MetadataImage
+from quorum.metrics.exposition import Family
 from quorum.node.connection import ResponseSlot
 from quorum.wire.messages import FetchRequest, ProduceRequest
 
@@ -107,6 +109,8 @@ class ReplicaDriver:
         self.steps = 0
         # set (and replaced) after each slice of the image's changes is applied
         self.applied = trio.Event()
+        self.counters = DataPlaneCounters()
+        self._started: dict[ResponseSlot, int] = {}  # when each waiting request arrived
 
     # -- the ReplicaManager side (the Raft core's task: no waiting) --------------------------
 
@@ -138,10 +142,18 @@ class ReplicaDriver:
 
     def produce(self, slot: ResponseSlot | None, request: ProduceRequest) -> None:
         """A Produce request; ``slot`` is None for acks=0 (no answer is ever sent)."""
+        self.counters.produced(request)
+        if slot is not None:
+            self._started[slot] = self._clock_ms()
         self._step(lambda now: self.core.produce(slot, request, now))
 
     def fetch(self, slot: ResponseSlot, request: FetchRequest, version: int) -> None:
+        self.counters.fetch_requests += 1
+        self._started[slot] = self._clock_ms()
         self._step(lambda now: self.core.fetch(slot, request, version, now))
+
+    def metric_families(self) -> list[Family]:
+        return data_plane_families(self.core, self.counters, self._clock_ms())
 
     # -- running ----------------------------------------------------------------------------
 
@@ -198,19 +210,29 @@ class ReplicaDriver:
         for fetch in output.fetches:
             self._links.send(fetch)
         if output.alter_partition is not None:
+            self.counters.isr_change_asked(output.alter_partition.request, self._isr_size)
             self._nursery.start_soon(self._alter_partition, output.alter_partition)
+        now = self._clock_ms()
+        counters = self.counters
         for answer in output.produce_answers:
             if isinstance(answer.handle, ResponseSlot):
                 answer.handle.complete(answer.response)
+                counters.produce_time.record(now, now - self._started.pop(answer.handle, now))
         for fetched in output.fetch_answers:
+            counters.fetched(fetched.response)
             if isinstance(fetched.handle, ResponseSlot):
                 fetched.handle.complete(fetched.response)
+                counters.fetch_time.record(now, now - self._started.pop(fetched.handle, now))
         if output.high_watermarks_moved:
             self._hw_dirty = True
         deadline = math.inf if output.next_deadline_ms is None else output.next_deadline_ms
         if deadline != self._deadline_ms:
             self._deadline_ms = deadline
             self._deadline_changed.set()
+
+    def _isr_size(self, key: PartitionKey) -> int | None:
+        partition = self.core.partitions.get(key)
+        return None if partition is None else len(partition.isr_state.isr)
 
     async def _timer(self) -> None:
         while True:

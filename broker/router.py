@@ -6,7 +6,8 @@ offset and digest, so tests and tools can compare nodes) from this broker's
 image; Produce and Fetch through the replica driver (``broker.replica_driver``:
 an acks=0 produce takes no place in the response order, a long-poll fetch
 waits in the core while the connection's next requests are read), ListOffsets
-and OffsetForLeaderEpoch from the partitions it leads (``broker.api.offsets``);
+and OffsetForLeaderEpoch from the partitions it leads (``broker.api.offsets``),
+DescribeLogDirs and DeleteRecords from its partition logs (``broker.api.log_dirs``);
 and it forwards the admin requests in
 ``FORWARDED_APIS`` (CreateTopics, DeleteTopics, CreatePartitions, configs,
 elections, reassignments, DescribeQuorum) to the active controller (``ControllerForwarder``),
@@ -25,11 +26,13 @@ so a poll about an image already answered costs a copy of its bytes.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Final
 
 import trio
 
 from broker.api.configs import describe_configs_here
+from broker.api.log_dirs import delete_records, describe_log_dirs
 from broker.api.offsets import list_offsets, offsets_for_leader_epochs
 from broker.forwarding import FORWARDED_APIS, ControllerForwarder
 from broker.metadata_answers import ListenerView, describe_cluster_response
@@ -43,8 +46,10 @@ from quorum.node.router import RequestRejected
 from quorum.wire import ApiKey
 from quorum.wire.apis import CLIENT_LISTENER_VERSIONS, CONTROLLER_LISTENER_VERSIONS
 from quorum.wire.messages import (
+    DeleteRecordsRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
+    DescribeLogDirsRequest,
     ListOffsetsRequest,
     MetadataRequest,
     OffsetForLeaderEpochRequest,
@@ -73,6 +78,8 @@ DATA_PLANE_APIS: Final = frozenset({
     ApiKey.FETCH,
     ApiKey.LIST_OFFSETS,
     ApiKey.OFFSET_FOR_LEADER_EPOCH,
+    ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.DELETE_RECORDS,
 })
 BROKER_LISTENER_APIS: Final = _LOCAL_APIS | FORWARDED_APIS | DATA_PLANE_APIS
 
@@ -107,6 +114,7 @@ class BrokerRouter(ListenerRouter):
         nursery: trio.Nursery | None = None,
         static_configs: ControllerConfig | None = None,
         replicas: ReplicaDriver | None = None,
+        log_dir: Path | None = None,
     ) -> None:
         super().__init__(
             ListenerApis(
@@ -121,6 +129,7 @@ class BrokerRouter(ListenerRouter):
         self._forwarder = forwarder
         self._nursery = nursery
         self._replicas = replicas
+        self._log_dir = log_dir
         self._static_configs = static_configs or ControllerConfig(
             node_id=view.node_id, cluster_id=view.cluster_id
         )
@@ -139,6 +148,8 @@ class BrokerRouter(ListenerRouter):
                 ApiKey.FETCH: self._fetch,
                 ApiKey.LIST_OFFSETS: self._answered(self._list_offsets),
                 ApiKey.OFFSET_FOR_LEADER_EPOCH: self._answered(self._offsets_for_leader_epochs),
+                ApiKey.DESCRIBE_LOG_DIRS: self._answered(self._describe_log_dirs),
+                ApiKey.DELETE_RECORDS: self._answered(self._delete_records),
             }
         assert self._handlers.keys() == self.table.keys(), "advertised = handled"
 
@@ -192,6 +203,14 @@ class BrokerRouter(ListenerRouter):
         return offsets_for_leader_epochs(
             self._replicas.core.partitions.by_name, self._image(), message
         )
+
+    async def _describe_log_dirs(self, version: int, message: DescribeLogDirsRequest) -> Any:
+        assert self._replicas is not None and self._log_dir is not None
+        return describe_log_dirs(self._replicas.core.partitions, self._log_dir, message)
+
+    async def _delete_records(self, version: int, message: DeleteRecordsRequest) -> Any:
+        assert self._replicas is not None
+        return delete_records(self._replicas.core.partitions.by_name, self._image(), message)
 
     async def _common(self, version: int, message: Any) -> Any:
         return await self.apis.answer_common(

@@ -86,8 +86,10 @@ class NodeMetrics:
         broker: Callable[[], BrokerView] | None = None,
         activity: NodeActivity | None = None,
         clock: Callable[[], float] = trio.current_time,
+        extra: Callable[[], list[Family]] | None = None,
     ) -> None:
         self._core = core
+        self._extra = extra  # a role's own families (the broker's data plane)
         self._image = image
         self._controller_active = controller_active
         self._broker = broker
@@ -118,6 +120,8 @@ class NodeMetrics:
             families += activity_families(snapshot)
             if self._controller_active is not None:
                 families += controller_event_families(snapshot)
+        if self._extra is not None:
+            families += self._extra()
         return families
 
     async def text(self) -> str:

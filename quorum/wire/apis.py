@@ -98,6 +98,8 @@ CLIENT_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     # KIP-320: a consumer checks its position after a leader change (librdkafka sends v2 only)
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),  # answered by the broker
     ApiKey.CREATE_PARTITIONS: (0, 3),  # forwarded
     ApiKey.ELECT_LEADERS: (0, 2),  # forwarded
