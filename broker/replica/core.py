@@ -70,6 +70,8 @@ class ReplicaCore:
             self.partitions.by_name,
             FetchSessionCache(config.max_incremental_fetch_session_cache_slots, rng),
             self.partitions.get,
+            # a quarter of the lag time: an idle follower's caught-up time is at most that old
+            sweep_interval_ms=max(1, config.replica_lag_time_max_ms // 4),
         )
         self.alter_partitions = AlterPartitionQueue(
             self.broker_id, config.alter_partition_retry_backoff_ms

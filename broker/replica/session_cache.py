@@ -88,6 +88,10 @@ class FetchSession:
     partitions: dict[TopicPartitionName, _CachedPartition]
     epoch: int
     last_used_ms: int
+    # a follower's session: partitions that changed on this leader since they were last
+    # read for it, and when all of them were last swept (``Serving``)
+    dirty: set[TopicPartitionName] = attrs.field(factory=set)
+    last_sweep_ms: int = -1
 
 
 def _requested(request: FetchRequest) -> dict[TopicPartitionName, FetchRequestPartition]:
@@ -102,6 +106,8 @@ def _forgotten(request: FetchRequest) -> list[TopicPartitionName]:
 class FetchContext:
     kind: ContextKind
     partitions: list[tuple[TopicPartitionName, FetchRequestPartition]]
+    # an incremental request: the partitions it named (new or changed fetch state)
+    listed: frozenset[TopicPartitionName] = frozenset()
     error: Errors = Errors.NONE
     session: FetchSession | None = None
     is_follower: bool = False
@@ -139,9 +145,11 @@ class FetchContext:
         assert session is not None
         chosen = []
         moved = []
-        for name, cached in list(session.partitions.items()):
-            answer = answers.get(name)
-            if answer is None or not cached.must_respond(answer):
+        # the answers read, not every partition of the session: a follower's session may
+        # hold 100,000 partitions of which a fetch reads a few
+        for name, answer in answers.items():
+            cached = session.partitions.get(name)
+            if cached is None or not cached.must_respond(answer):
                 continue
             chosen.append((name, answer))
             if answer.records:
@@ -192,7 +200,8 @@ class FetchSessionCache:
         if session.epoch != epoch:
             return FetchContext(kind=ContextKind.ERROR, partitions=[],
                                 error=Errors.INVALID_FETCH_SESSION_EPOCH)
-        for name, data in _requested(request).items():
+        requested = _requested(request)
+        for name, data in requested.items():
             cached = session.partitions.get(name)
             if cached is None:
                 session.partitions[name] = _CachedPartition(data=data)
@@ -208,9 +217,13 @@ class FetchSessionCache:
         return FetchContext(
             kind=ContextKind.INCREMENTAL,
             partitions=[(name, cached.data) for name, cached in session.partitions.items()],
+            listed=frozenset(requested),
             session=session,
             is_follower=is_follower,
         )
+
+    def follower_sessions(self) -> list[FetchSession]:
+        return [s for s in self._sessions.values() if s.privileged]
 
     def maybe_create(
         self, partitions: dict[TopicPartitionName, _CachedPartition], privileged: bool, now_ms: int
