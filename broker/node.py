@@ -48,7 +48,7 @@ from broker.metadata_machine import BrokerMetadataMachine
 from broker.replica import ReplicaCore
 from broker.replica_driver import LogMaintenance, ReplicaDriver
 from broker.replica_links import PeerAddress
-from broker.replica_manager import ReplicaManager
+from broker.replica_manager import RecordingReplicaManager, ReplicaManager
 from broker.router import BrokerRouter
 from broker.settings import BrokerListener, BrokerSettings, broker_settings
 from quorum.config import ServerConfig
@@ -98,6 +98,8 @@ class BrokerNode(MetadataNode):
         # the data plane, unless a test gives its own replica manager
         self.replicas: ReplicaDriver | None = None
         self.log_directory: LogDirectory | None = None
+        if replica_manager is None and not settings.data_plane:
+            replica_manager = RecordingReplicaManager()  # an observer only: no partition data
         if replica_manager is None:
             self.log_directory = LogDirectory(settings.data_log_dir, settings.data_log)
             self.replicas = ReplicaDriver(

@@ -210,7 +210,12 @@ class ReplicaDriver:
         for fetch in output.fetches:
             self._links.send(fetch)
         if output.alter_partition is not None:
+            shrinks, expands = self.counters.isr_shrinks, self.counters.isr_expands
             self.counters.isr_change_asked(output.alter_partition.request, self._isr_size)
+            logger.info(
+                "asking the controller for ISR changes: %d shrinks, %d expansions",
+                self.counters.isr_shrinks - shrinks, self.counters.isr_expands - expands,
+            )
             self._nursery.start_soon(self._alter_partition, output.alter_partition)
         now = self._clock_ms()
         counters = self.counters

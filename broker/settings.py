@@ -91,6 +91,7 @@ class BrokerSettings(RaftNodeSettings):
     inter_broker_listener_name: str
     high_watermark_checkpoint_interval_ms: int
     retention_check_interval_ms: int
+    data_plane: bool  # broker.data.plane.enable
 
     @property
     def served_listener(self) -> BrokerListener:
@@ -138,6 +139,7 @@ def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
         inter_broker_listener_name=config.inter_broker_listener_name,
         high_watermark_checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
         retention_check_interval_ms=config.log_retention_check_interval_ms,
+        data_plane=config.broker_data_plane_enable,
         metadata_partition_dir=Path(config.metadata_log_dir) / METADATA_PARTITION_DIR,
         raft=metadata_raft_config(config),
         log=metadata_log_config(config),

@@ -123,6 +123,9 @@ class ServerConfig:
     broker_heartbeat_interval_ms: int = setting("broker.heartbeat.interval.ms", INT, "2000", at_least(1))
     broker_session_timeout_ms: int = setting("broker.session.timeout.ms", INT, "9000", at_least(1))
     replica_lag_time_max_ms: int = setting("replica.lag.time.max.ms", LONG, "30000", at_least(1))
+    # pykraft's own key: false makes a broker a metadata observer that hosts no partition data
+    # (no Produce or Fetch; the control-plane scale test runs its 100,000 partitions so)
+    broker_data_plane_enable: bool = setting("broker.data.plane.enable", BOOLEAN, "true")
     replica_fetch_max_bytes: int = setting("replica.fetch.max.bytes", INT, "1048576", at_least(0))
     replica_fetch_response_max_bytes: int = setting("replica.fetch.response.max.bytes", INT, "10485760", at_least(0))
     replica_fetch_wait_max_ms: int = setting("replica.fetch.wait.max.ms", INT, "500", at_least(0))

@@ -108,6 +108,17 @@ KAFKA_DEFAULTS = {
     "num_recovery_threads_per_data_dir": 1,
     # not a Kafka key: Kafka holds every segment open
     "log_max_open_files": 1000,
+    # not a Kafka key: a Kafka broker always hosts its partitions
+    "broker_data_plane_enable": True,
+    "replica_fetch_max_bytes": 1048576,
+    "replica_fetch_response_max_bytes": 10485760,
+    "replica_fetch_wait_max_ms": 500,
+    "replica_fetch_min_bytes": 1,
+    "replica_fetch_backoff_ms": 1000,
+    "replica_high_watermark_checkpoint_interval_ms": 5000,
+    "max_incremental_fetch_session_cache_slots": 1000,
+    "message_max_bytes": 1048588,
+    "log_message_timestamp_type": "CreateTime",
     "broker_rack": None,
     "inter_broker_listener_name": "PLAINTEXT",
 }
