@@ -6,9 +6,10 @@ came in on; a partition whose leader is not such a broker answers leader -1
 with LEADER_NOT_AVAILABLE (LISTENER_NOT_FOUND when the leader lives but lacks
 the listener); offline replicas are those on brokers that are unregistered,
 fenced or without the listener. Metadata v0 asks for every topic with an
-empty list, v1+ with a null one (an empty one asks for none). Topics are not
-created on Metadata: an unknown one is UNKNOWN_TOPIC_OR_PARTITION (by name)
-or UNKNOWN_TOPIC_ID (by id, v10+). The broker list is never empty (librdkafka
+empty list, v1+ with a null one (an empty one asks for none). An unknown
+topic is UNKNOWN_TOPIC_OR_PARTITION (by name) or UNKNOWN_TOPIC_ID (by id,
+v10+); the router may have asked the controller to create it meanwhile
+(``broker.auto_topics``). The broker list is never empty (librdkafka
 gives up on a cluster that answers none): before any broker is known this
 broker lists itself. The controller id clients see is this broker, which
 forwards controller-bound requests (Kafka's KRaft brokers do the same).

@@ -355,6 +355,7 @@ class BrokerNode(MetadataNode):
             static_configs=settings.static_configs,
             replicas=self.replicas,
             log_dir=settings.data_log_dir,
+            auto_create_topics=settings.auto_create_topics,
         )
         await serve_listener(nursery, listeners, router, max_frame_bytes=settings.max_request_bytes)
         logger.info("broker %d ready: %s", self.node_id, address)

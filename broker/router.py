@@ -34,6 +34,7 @@ import trio
 from broker.api.configs import describe_configs_here
 from broker.api.log_dirs import delete_records, describe_log_dirs
 from broker.api.offsets import list_offsets, offsets_for_leader_epochs
+from broker.auto_topics import AutoTopicCreator
 from broker.forwarding import FORWARDED_APIS, ControllerForwarder
 from broker.metadata_answers import ListenerView, describe_cluster_response
 from broker.metadata_cache import MetadataAnswerCache
@@ -115,6 +116,7 @@ class BrokerRouter(ListenerRouter):
         static_configs: ControllerConfig | None = None,
         replicas: ReplicaDriver | None = None,
         log_dir: Path | None = None,
+        auto_create_topics: bool = False,
     ) -> None:
         super().__init__(
             ListenerApis(
@@ -129,6 +131,11 @@ class BrokerRouter(ListenerRouter):
         self._forwarder = forwarder
         self._nursery = nursery
         self._replicas = replicas
+        self._auto_topics = (
+            AutoTopicCreator(forwarder, nursery)
+            if auto_create_topics and forwarder is not None and nursery is not None
+            else None
+        )
         self._log_dir = log_dir
         self._static_configs = static_configs or ControllerConfig(
             node_id=view.node_id, cluster_id=view.cluster_id
@@ -219,6 +226,8 @@ class BrokerRouter(ListenerRouter):
 
     async def _metadata(self, version: int, message: MetadataRequest) -> Any:
         """The answer's ``EncodedBody``, built in slices and kept per image."""
+        if self._auto_topics is not None:
+            self._auto_topics.maybe_create(self._image(), message, version)
         return await self.metadata_answers.encoded_response(
             self._image(), message, version, self._view
         )

@@ -92,6 +92,7 @@ class BrokerSettings(RaftNodeSettings):
     high_watermark_checkpoint_interval_ms: int
     retention_check_interval_ms: int
     data_plane: bool  # broker.data.plane.enable
+    auto_create_topics: bool  # auto.create.topics.enable
 
     @property
     def served_listener(self) -> BrokerListener:
@@ -140,6 +141,7 @@ def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
         high_watermark_checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
         retention_check_interval_ms=config.log_retention_check_interval_ms,
         data_plane=config.broker_data_plane_enable,
+        auto_create_topics=config.auto_create_topics_enable,
         metadata_partition_dir=Path(config.metadata_log_dir) / METADATA_PARTITION_DIR,
         raft=metadata_raft_config(config),
         log=metadata_log_config(config),

@@ -135,6 +135,7 @@ class ServerConfig:
     max_incremental_fetch_session_cache_slots: int = setting("max.incremental.fetch.session.cache.slots", INT, "1000", at_least(0))
     message_max_bytes: int = setting("message.max.bytes", INT, "1048588", at_least(0))
     log_message_timestamp_type: str = setting("log.message.timestamp.type", STRING, "CreateTime", one_of("CreateTime", "LogAppendTime"))
+    auto_create_topics_enable: bool = setting("auto.create.topics.enable", BOOLEAN, "true")
     num_partitions: int = setting("num.partitions", INT, "1", at_least(1))
     default_replication_factor: int = setting("default.replication.factor", INT, "1", at_least(1))
     # unset: Kafka's 1 for brokers, while the controller gives new topics a majority

@@ -96,3 +96,19 @@ def test_records_produced_are_consumed(admin: AdminClient, bootstrap: str, acks:
     eventually(read_all, f"{len(sent)} records of {topic} read back", 60)
     consumer.close()
     check_read_back(sent, read, acknowledged if acks != "0" else None)
+
+
+def test_a_topic_is_created_on_first_use(admin: AdminClient, bootstrap: str) -> None:
+    """auto.create.topics.enable (Kafka's default): producing to an unknown topic creates it
+    with the cluster's defaults, and the record is delivered."""
+    delivered: list[tuple[int, int]] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    producer.produce(
+        "cf-auto", value=b"first",
+        on_delivery=lambda err, msg: delivered.append((msg.partition(), msg.offset()))
+        if err is None else None,
+    )
+    assert producer.flush(30) == 0
+    assert delivered == [(0, 0)]
+    topic = admin.list_topics(topic="cf-auto", timeout=TIMEOUT_S).topics["cf-auto"]
+    assert topic.error is None and len(topic.partitions) == 1

@@ -110,6 +110,7 @@ KAFKA_DEFAULTS = {
     "log_max_open_files": 1000,
     # not a Kafka key: a Kafka broker always hosts its partitions
     "broker_data_plane_enable": True,
+    "auto_create_topics_enable": True,
     "replica_fetch_max_bytes": 1048576,
     "replica_fetch_response_max_bytes": 10485760,
     "replica_fetch_wait_max_ms": 500,
