@@ -14,7 +14,9 @@ Kafka's rules (``ReplicaManager.fetchOffset``, ``Partition.fetchOffsetForTimesta
   (EARLIEST_LOCAL) give the log start offset, -1 (LATEST) that limit with
   the current leader epoch, -3 (MAX_TIMESTAMP) the first record with the
   largest timestamp, any other timestamp the first record at or after it;
-  none below the limit answers offset -1, timestamp -1;
+  none below the limit answers offset -1, timestamp -1; while a new leader's
+  high watermark is below the start of its epoch, a consumer's latest and
+  by-time questions answer OFFSET_NOT_AVAILABLE (KIP-207);
 * OffsetForLeaderEpoch answers where the asked epoch ends in the leader's
   log: the largest epoch at or below it and the first offset after it (the
   log end for the current epoch); an epoch older than the log answers -1/-1.
@@ -99,6 +101,13 @@ def _list_one(
 
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return answer(partition.log_start_offset, NO_TIMESTAMP, UNDEFINED_EPOCH)
+    # KIP-207: a new leader's high watermark may still be below where its epoch starts;
+    # a consumer asking for the latest or by time then waits (retriable)
+    epoch_start = partition.epoch_start_offset
+    if replica_id < 0 and epoch_start is not None and epoch_start > partition.high_watermark:
+        return ListOffsetsResponsePartition(
+            partition_index=asked.partition_index, error_code=Errors.OFFSET_NOT_AVAILABLE
+        )
     if timestamp == LATEST:
         return answer(limit, NO_TIMESTAMP, partition.leader_epoch)
     log = partition.log
