@@ -73,10 +73,22 @@ def _banner(cluster: LocalCluster, leader: int) -> str:
                      "(through a broker, as Kafka clients do)")
         lines.append(f"  kraft metadata-quorum --bootstrap-server {host}:{port} "
                      "describe --replication   (brokers are listed as observers)")
+        lines += _produce_consume_lines(cluster)
     lines += [
         "Press Ctrl-C to stop.",
     ]
     return "\n".join(lines)
+
+
+def _produce_consume_lines(cluster: LocalCluster) -> list[str]:
+    servers = ",".join(f"{host}:{port}" for host, port in map(cluster.address, cluster.broker_ids))
+    return [
+        "Produce (one record per line; key and value split by ':') and consume with:",
+        f"  kraft console-producer --bootstrap-server {servers} --topic demo "
+        "--property parse.key=true --property key.separator=:",
+        f"  kraft console-consumer --bootstrap-server {servers} --topic demo --from-beginning "
+        "--property print.key=true --property print.partition=true --property print.offset=true",
+    ]
 
 
 def _watch(cluster: LocalCluster) -> None:
