@@ -30,6 +30,7 @@ thread (Kafka's ``replica.high.watermark.checkpoint.interval.ms``).
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 from collections import deque
@@ -245,6 +246,11 @@ class ReplicaDriver:
         image: MetadataImage,
     ) -> None:
         self._step(lambda now: self.core.apply_changes(changed, removed, image, now))
+        if changed:
+            # hosted partitions live as long as the assignment: out of the collector's
+            # generations, or each full collection walks every replica (a slice of 1,000
+            # new replicas took 0.6 s instead of 20 ms at 33,000 hosted)
+            gc.freeze()
         self.applied.set()
         self.applied = trio.Event()
 

@@ -46,7 +46,7 @@ class PartitionRole(enum.Enum):
     FOLLOWER = "follower"
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, cache_hash=True)
 class PartitionKey:
     """A partition by topic id: a topic deleted and created again is another partition."""
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -158,12 +159,13 @@ class KafkaClient:
         return self.tracker.view
 
     async def request(self, conn: TrioKafkaConnection, message: Any, *, version: int | None = None,
-                      timeout_ms: int | None = None) -> Any:
+                      timeout_ms: int | None = None,
+                      on_sent: Callable[[], None] | None = None) -> Any:
         """One request on ``conn`` within ``request.timeout.ms`` (plus ``timeout_ms`` if given)."""
         limit = self.settings.request_timeout_ms + (timeout_ms or 0)
         try:
             with trio.fail_after(limit / 1000):
-                return await conn.request(message, version=version)
+                return await conn.request(message, version=version, on_sent=on_sent)
         except trio.TooSlowError:
             await self.pool.drop(conn)
             raise KafkaError(

@@ -27,6 +27,7 @@ answer can write a batch twice: set it to 1 when order matters.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import math
@@ -107,6 +108,10 @@ class Producer:
             settings.retry_backoff_ms, settings.retry_backoff_max_ms
         )
         self._in_flight: dict[int, int] = {}
+        # per broker: tickets handed out at drain time, and how many requests are sent
+        self._tickets: dict[int, int] = {}
+        self._sent: dict[int, int] = {}
+        self._turn_passed = trio.Event()
         self._wakeup = trio.Event()
         self._space = trio.Event()
         self._refreshing = False
@@ -286,7 +291,9 @@ class Producer:
             for node, batches in accumulator.drain(view, nodes, now).items():
                 if batches:
                     self._in_flight[node] = self._in_flight.get(node, 0) + 1
-                    self._nursery_or_fail().start_soon(self._produce, node, batches)
+                    ticket = self._tickets.get(node, 0)
+                    self._tickets[node] = ticket + 1
+                    self._nursery_or_fail().start_soon(self._produce, node, ticket, batches)
                     for batch in batches:
                         self._batch_left(batch.tp)
             wait = min(check.next_check_ms, accumulator.next_expiry_ms(now))
@@ -309,13 +316,27 @@ class Producer:
             self._refreshing = False
             self._wake()
 
-    async def _produce(self, node: int, batches: list[ProducerBatch]) -> None:
+    async def _turn(self, node: int, ticket: int) -> None:
+        """Until the requests drained before ticket ``ticket`` are on the wire to ``node``:
+        requests reach a broker in the order they were drained (trio runs new tasks in no
+        set order), so a partition's batches are appended in the order they were sent."""
+        while self._sent.get(node, 0) != ticket:
+            await self._turn_passed.wait()
+
+    def _pass_turn(self, node: int, ticket: int) -> None:
+        if self._sent.get(node, 0) == ticket:
+            self._sent[node] = ticket + 1
+            self._turn_passed.set()
+            self._turn_passed = trio.Event()
+
+    async def _produce(self, node: int, ticket: int, batches: list[ProducerBatch]) -> None:
         """One ProduceRequest to ``node`` and its answers."""
         settings = self.settings
         request = build_produce_request(
             batches, acks=settings.acks, timeout_ms=settings.request_timeout_ms
         )
         try:
+            await self._turn(node, ticket)
             conn = await self._client.node_connection(node)
             version = conn.version_at_most(_PRODUCE_KEY, _PRODUCE_MAX_VERSION)
             if version < _PRODUCE_MIN_VERSION:
@@ -323,14 +344,19 @@ class Producer:
                                  f"broker {node} does not take record batch v2 (Produce v3+)")
             if settings.acks == 0:
                 await conn.send_no_response(request, version=version)
+                self._pass_turn(node, ticket)
                 results = {b.tp: BatchResult(error=Errors.NONE) for b in batches}
             else:
-                response = await self._client.request(conn, request, version=version)
+                response = await self._client.request(
+                    conn, request, version=version,
+                    on_sent=functools.partial(self._pass_turn, node, ticket),
+                )
                 results = partition_results(response, batches)
         except KafkaError as exc:
             error = exc.error or Errors.NETWORK_EXCEPTION
             results = {b.tp: BatchResult(error=error, message=exc.detail) for b in batches}
         finally:
+            self._pass_turn(node, ticket)  # not sent (an error): the next may go
             self._in_flight[node] -= 1
         self._finish(node, batches, results)
         self._wake()

@@ -69,6 +69,7 @@ class ReplicaCore:
         self.serving = Serving(
             self.partitions.by_name,
             FetchSessionCache(config.max_incremental_fetch_session_cache_slots, rng),
+            self.partitions.get,
         )
         self.alter_partitions = AlterPartitionQueue(
             self.broker_id, config.alter_partition_retry_backoff_ms
@@ -314,7 +315,8 @@ class ReplicaCore:
             partition = self.partitions.get(key)
             if partition is not None and not self.alter_partitions.submit(key, change):
                 partition.abandon_isr_change()
-        for key in sorted(outbox.touched):
+        # set order, not sorted: sorting 100,000 keys per step cost more than the step
+        for key in outbox.touched:
             self.producing.check(key, outbox)
             self.serving.check(key, now_ms, outbox)
         fetches = []
@@ -328,7 +330,7 @@ class ReplicaCore:
             alter_partition=None if alter is None else OutboundAlterPartition(*alter),
             produce_answers=tuple(outbox.produce_answers),
             fetch_answers=tuple(outbox.fetch_answers),
-            high_watermarks_moved=tuple(sorted(outbox.high_watermarks_moved)),
+            high_watermarks_moved=tuple(outbox.high_watermarks_moved),
             next_deadline_ms=self._next_deadline_ms(now_ms),
         )
 

@@ -64,6 +64,10 @@ class DelayedFetch:
     replica_id: int
     min_bytes: int
     max_bytes: int
+    # while it waits: what it asked of each watched partition, and the bytes each has for it
+    # (checked one touched partition at a time: a session may hold 100,000 partitions)
+    requested: dict[PartitionKey, FetchRequestPartition] = attrs.field(factory=dict)
+    available: dict[PartitionKey, int] = attrs.field(factory=dict)
 
 
 def _answer(partition_index: int, read: PartitionRead) -> FetchResponsePartition:
@@ -87,8 +91,14 @@ def _answer(partition_index: int, read: PartitionRead) -> FetchResponsePartition
 
 
 class Serving:
-    def __init__(self, lookup: PartitionLookup, sessions: FetchSessionCache) -> None:
+    def __init__(
+        self,
+        lookup: PartitionLookup,
+        sessions: FetchSessionCache,
+        by_key: Callable[[PartitionKey], Partition | None],
+    ) -> None:
         self._lookup = lookup
+        self._by_key = by_key
         self.sessions = sessions
         self.purgatory: Purgatory[DelayedFetch] = Purgatory()
 
@@ -100,13 +110,63 @@ class Serving:
         answers: dict[TopicPartitionName, FetchResponsePartition] = {}
         limit = op.max_bytes
         min_one = True
+        session = op.context.session
+        idle_ok = session is not None and op.replica_id != CONSUMER
         for name, data in op.context.partitions:
+            if idle_ok and self._idle(op, name, data, now_ms, outbox, first_time):
+                continue  # nothing new for this follower: left out of the incremental answer
             read = self._read_one(op, name, data, limit, min_one, now_ms, outbox, first_time)
             if read.records:
                 min_one = False
                 limit = max(0, limit - len(read.records))
             answers[name] = _answer(name[1], read)
         return answers
+
+    def _idle(
+        self,
+        op: DelayedFetch,
+        name: TopicPartitionName,
+        data: FetchRequestPartition,
+        now_ms: int,
+        outbox: Outbox,
+        first_time: bool,
+    ) -> bool:
+        """A caught-up follower's partition in an incremental session with no news: its
+        fetch state is updated as a read would, and no answer is built (what a full read
+        of 100,000 idle partitions per fetch would cost). False: read it as usual."""
+        session = op.context.session
+        assert session is not None
+        cached = session.partitions.get(name)
+        partition = self._lookup(*name)
+        if cached is None or partition is None or not partition.is_leader:
+            return False
+        if data.current_leader_epoch not in (-1, partition.leader_epoch):
+            return False
+        end = partition.log_end_offset
+        if data.fetch_offset != end or op.replica_id not in partition.followers:
+            return False
+        # same end offset and same last epoch as the leader's log: nothing diverged
+        # (no last epoch: no divergence check, as read_for_follower)
+        last = data.last_fetched_epoch
+        if last != UNDEFINED_EPOCH and last != partition.log.last_fetched_epoch:
+            return False
+        if (cached.high_watermark, cached.log_start_offset) != (
+            partition.high_watermark, partition.log_start_offset
+        ):
+            return False
+        if first_time:
+            moved, change = partition.update_follower_fetch_state(
+                op.replica_id,
+                fetch_offset=data.fetch_offset,
+                log_start_offset=data.log_start_offset,
+                now_ms=now_ms,
+                leader_end_offset=end,
+            )
+            if moved:
+                outbox.moved(partition.key)
+            if change is not None:
+                outbox.isr_changes.append((partition.key, change))
+        return True
 
     def _read_one(
         self,
@@ -180,39 +240,37 @@ class Serving:
         if respond_now:
             outbox.fetch_answers.append(FetchAnswer(handle, context.build_response(answers, now_ms)))
             return
-        keys = []
-        for name, _ in context.partitions:
+        for name, data in context.partitions:
             partition = self._lookup(*name)
             if partition is not None:
-                keys.append(partition.key)
-        self.purgatory.watch(op, keys, now_ms + request.max_wait_ms)
+                op.requested[partition.key] = data
+        self.purgatory.watch(op, list(op.requested), now_ms + request.max_wait_ms)
 
-    def _satisfied(self, op: DelayedFetch) -> bool:
-        """Kafka's DelayedFetch.tryComplete, with offsets instead of segment positions."""
-        available = 0
-        for (topic, index), data in op.context.partitions:
-            partition = self._lookup(topic, index)
-            if partition is None or not partition.is_leader:
+    def _satisfied_by(self, op: DelayedFetch, key: PartitionKey) -> bool:
+        """Kafka's DelayedFetch.tryComplete for the one partition that changed (with
+        offsets instead of segment positions); the bytes the others had are remembered."""
+        data = op.requested.get(key)
+        if data is None:
+            return False
+        partition = self._by_key(key)
+        if partition is None or not partition.is_leader:
+            return True
+        if check_leader_epoch(partition, data.current_leader_epoch) != Errors.NONE:
+            return True
+        end = partition.high_watermark if op.replica_id == CONSUMER else partition.log_end_offset
+        if data.fetch_offset > end:
+            return True  # the log was cut under the fetcher
+        if op.replica_id != CONSUMER and data.last_fetched_epoch != UNDEFINED_EPOCH:
+            ends = partition.end_offset_for_epoch(data.last_fetched_epoch)
+            if ends.offset == UNDEFINED_OFFSET or ends.epoch < data.last_fetched_epoch:
                 return True
-            if check_leader_epoch(partition, data.current_leader_epoch) != Errors.NONE:
+            if ends.offset < data.fetch_offset:
                 return True
-            end = (
-                partition.high_watermark if op.replica_id == CONSUMER
-                else partition.log_end_offset
-            )
-            if data.fetch_offset > end:
-                return True  # the log was cut under the fetcher
-            if op.replica_id != CONSUMER and data.last_fetched_epoch != UNDEFINED_EPOCH:
-                ends = partition.end_offset_for_epoch(data.last_fetched_epoch)
-                if ends.offset == UNDEFINED_OFFSET or ends.epoch < data.last_fetched_epoch:
-                    return True
-                if ends.offset < data.fetch_offset:
-                    return True
-            if data.fetch_offset < end:
-                max_bytes = data.partition_max_bytes
-                found = partition.log.read(data.fetch_offset, max(max_bytes, 1), max_offset=end)
-                available += min(len(found.records), max_bytes)
-        return available >= max(op.min_bytes, 1)
+        if data.fetch_offset < end:
+            max_bytes = data.partition_max_bytes
+            found = partition.log.read(data.fetch_offset, max(max_bytes, 1), max_offset=end)
+            op.available[key] = min(len(found.records), max_bytes)
+        return sum(op.available.values()) >= max(op.min_bytes, 1)
 
     def _complete(self, op: DelayedFetch, now_ms: int, outbox: Outbox) -> None:
         answers = self._read_all(op, now_ms, outbox, first_time=False)
@@ -220,7 +278,7 @@ class Serving:
 
     def check(self, key: PartitionKey, now_ms: int, outbox: Outbox) -> None:
         for op_id, op in self.purgatory.watchers(key):
-            if self._satisfied(op):
+            if self._satisfied_by(op, key):
                 self.purgatory.complete(op_id)
                 self._complete(op, now_ms, outbox)
 

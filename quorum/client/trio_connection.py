@@ -20,6 +20,7 @@ handshake.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -106,7 +107,13 @@ class TrioKafkaConnection:
             request, version = self._core.api_versions_request(retry)
         raise ConnectionClosedError(f"{self.address} keeps refusing ApiVersions")
 
-    async def request(self, message: Any, *, version: int | None = None) -> Any:
+    async def request(
+        self,
+        message: Any,
+        *,
+        version: int | None = None,
+        on_sent: Callable[[], None] | None = None,
+    ) -> Any:
         """Send ``message`` and wait for its response (pipelined with other callers).
 
         Timeouts are the caller's cancel scope: a request cancelled after it
@@ -116,6 +123,8 @@ class TrioKafkaConnection:
         correlation_id: int | None = None
         try:
             correlation_id = await self._send(message, version)
+            if on_sent is not None:
+                on_sent()  # the request is on the wire: a caller keeping order lets the next go
             return await self._wait(correlation_id)
         except trio.Cancelled:
             if correlation_id is not None:

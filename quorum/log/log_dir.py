@@ -43,6 +43,7 @@ checkpoints and, if no log still needs recovery, the marker.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -56,6 +57,7 @@ import attrs
 
 from quorum.log.clock import Clock, wall_clock_ms
 from quorum.log.config import LogConfig
+from quorum.log.deferred_log import DeferredLog
 from quorum.log.dir_checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -168,6 +170,8 @@ class LogDirectory:
             path / REPLICATION_OFFSET_CHECKPOINT, "the high watermarks are unknown"
         )
         self.logs: dict[TopicPartition, FileLog] = {}
+        # what ``open_log`` returned, by name (a new partition's is a ``DeferredLog``)
+        self._opened: dict[TopicPartition, FileLog | DeferredLog] = {}
         # the topic-id keys opened so far, and the directory name each maps to
         self._names: dict[PartitionKey, TopicPartition] = {}
         self.pending_deletions: list[Path] = []
@@ -221,7 +225,7 @@ class LogDirectory:
 
     # -- the broker's calls, by topic id ------------------------------------------------
 
-    def open_log(self, key: PartitionId, topic: str, index: int) -> FileLog:
+    def open_log(self, key: PartitionId, topic: str, index: int) -> FileLog | DeferredLog:
         """The partition's log, created empty (with its ``partition.metadata``) if absent.
 
         A directory of that name that records another topic id belongs to a deleted
@@ -234,7 +238,7 @@ class LogDirectory:
         known = self._names.get(partition_key)
         if known is not None:
             assert known == name, f"{partition_key} was opened as {known}, now as {name}"
-            return self.logs[name]
+            return self._opened[name]
         directory = partition_dir(self.path, topic, index)
         if name in self.logs:
             recorded = read_partition_metadata(directory)
@@ -250,12 +254,23 @@ class LogDirectory:
                     partition_key.topic_id,
                 )
                 self.delete(topic, index)
-        if name not in self.logs:
-            directory.mkdir(parents=True, exist_ok=True)
-            write_partition_metadata(directory, partition_key.topic_id)
-            self.logs[name] = self._lazy_log(name, clean_shutdown=True)
         self._names[partition_key] = name
-        return self.logs[name]
+        opened: FileLog | DeferredLog
+        if name in self.logs:
+            opened = self.logs[name]
+        else:
+            # a new partition: no directory until its first write (``DeferredLog``)
+            opened = DeferredLog(functools.partial(self._materialize, name, partition_key.topic_id))
+        self._opened[name] = opened
+        return opened
+
+    def _materialize(self, name: TopicPartition, topic_id: uuid.UUID) -> FileLog:
+        """A deferred partition's first write: its directory, ``partition.metadata``, log."""
+        directory = partition_dir(self.path, *name)
+        directory.mkdir(parents=True, exist_ok=True)
+        write_partition_metadata(directory, topic_id)
+        log = self.logs[name] = self._lazy_log(name, clean_shutdown=True)
+        return log
 
     def checkpointed_high_watermark(self, key: PartitionId) -> int:
         """The high watermark last checkpointed for the partition; 0 if none (or if it was
@@ -291,6 +306,7 @@ class LogDirectory:
         there was no such directory.  Its checkpoint entries go at the next checkpoint."""
         name = (topic, partition)
         log = self.logs.pop(name, None)
+        self._opened.pop(name, None)
         for names in (self._recovery_points, self._log_starts, self.high_watermarks):
             names.pop(name, None)
         for partition_key in [k for k, n in self._names.items() if n == name]:

@@ -22,10 +22,6 @@ from quorum.config.values import HostPort
 from quorum.controller_client import ControllerChannel
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
-    AlterPartitionRequest,
-    AlterPartitionRequestBrokerState,
-    AlterPartitionRequestPartition,
-    AlterPartitionRequestTopic,
     CreateTopicsRequest,
     CreateTopicsRequestTopic,
 )
@@ -33,7 +29,6 @@ from quorum.wire.messages.pykraft_describe_image import (
     PykraftDescribeImageRequest,
     PykraftDescribeImageResponse,
 )
-from quorum.wire.uuids import uuid_from_str
 from tests.integration.checks import StartCluster
 
 _DEADLINE_S = 30.0
@@ -160,19 +155,20 @@ def test_brokers_register_take_balanced_leadership_and_follow_a_broker_failure(
         if before[p["partition"]]["leader"] == victim:
             assert p["leaderEpoch"] == before[p["partition"]]["leaderEpoch"] + 1
 
-    # it returns under a new incarnation and is unfenced; rejoining the ISRs (and so
-    # taking back preferred leadership) needs the data plane's replica fetchers
+    # it returns under a new incarnation and is unfenced; its replica fetchers catch up
+    # and the partition leaders take it back into their ISRs (AlterPartition): preferred
+    # leaders are then restored
     cluster.start_node(victim)
     cluster.wait_for(
         lambda: not broker_states(active_image(cluster))[victim] or None,
         f"broker {victim} unfenced again", _DEADLINE_S,
     )
-    back = partitions_of(active_image(cluster), "orders")
-    assert all(p["leader"] in p["isr"] and victim not in p["isr"] for p in back)
-
-    # the partition leaders take it back into their ISRs (AlterPartition, as the data
-    # plane's leaders will once it has caught up): preferred leaders are then restored
-    rejoin_isrs(cluster, "orders", victim)
+    cluster.wait_for(
+        lambda: all(
+            victim in p["isr"] for p in partitions_of(active_image(cluster), "orders")
+        ) or None,
+        f"broker {victim} back in every ISR", _DEADLINE_S,
+    )
 
     def preferred_restored() -> bool | None:
         restored = partitions_of(active_image(cluster), "orders")
@@ -183,41 +179,6 @@ def test_brokers_register_take_balanced_leadership_and_follow_a_broker_failure(
     restored = partitions_of(active_image(cluster), "orders")
     assert all(p["leader"] == p["replicas"][0] for p in restored)
     cluster.wait_for(lambda: digests_agree(cluster), "equal images after the return", _DEADLINE_S)
-
-
-def rejoin_isrs(cluster: LocalCluster, topic: str, broker: int) -> None:
-    """Each leader of ``topic`` asks the controller to add ``broker`` back to its ISR."""
-    image = active_image(cluster)
-    epochs = {b["brokerId"]: b["epoch"] for b in image["brokers"]}
-    [entry] = [t for t in image["topics"] if t["name"] == topic]
-    by_leader: dict[int, list[AlterPartitionRequestPartition]] = {}
-    for p in entry["partitions"]:
-        if broker in p["replicas"] and broker not in p["isr"]:
-            isr = sorted({*p["isr"], broker})
-            by_leader.setdefault(p["leader"], []).append(AlterPartitionRequestPartition(
-                partition_index=p["partition"], leader_epoch=p["leaderEpoch"],
-                partition_epoch=p["partitionEpoch"],
-                new_isr_with_epochs=tuple(
-                    AlterPartitionRequestBrokerState(broker_id=b, broker_epoch=epochs[b])
-                    for b in isr
-                ),
-            ))
-
-    async def send() -> None:
-        bootstrap = [HostPort(*cluster.address(n)) for n in cluster.node_ids]
-        async with ControllerChannel(bootstrap) as channel:
-            for leader, partitions in by_leader.items():
-                request = AlterPartitionRequest(
-                    broker_id=leader, broker_epoch=epochs[leader],
-                    topics=(AlterPartitionRequestTopic(
-                        topic_id=uuid_from_str(entry["topicId"]), partitions=tuple(partitions)
-                    ),),
-                )
-                response = await channel.call(request, version=3)
-                codes = {p.error_code for t in response.topics for p in t.partitions}
-                assert codes == {Errors.NONE}, (response.error_code, codes)
-
-    trio.run(send)
 
 
 def test_a_controller_failover_during_topic_creation_loses_and_duplicates_nothing(

@@ -51,10 +51,18 @@ def fill(directory: LogDirectory, key: PartitionKey, topic: str, batches: int) -
         log.append(make_batch(2, tag=i), epoch=1)
 
 
-def test_open_log_creates_the_partition_directory_with_its_topic_id(tmp_path: Path) -> None:
+def test_a_new_log_makes_its_directory_with_its_topic_id_at_its_first_write(
+    tmp_path: Path,
+) -> None:
     directory = open_dir(tmp_path)
     log = directory.open_log(KEY, "orders", 0)
-    assert log.log_end_offset == 0
+    assert (log.log_start_offset, log.log_end_offset, log.read(0, 100).records) == (0, 0, b"")
+    assert not (tmp_path / "orders-0").exists(), "an unwritten partition has no directory"
+    assert directory.close() and not (tmp_path / "orders-0").exists()
+    directory = open_dir(tmp_path)
+    log = directory.open_log(KEY, "orders", 0)
+    log.append(make_batch(3), epoch=1)
+    assert log.log_end_offset == 3
     assert read_partition_metadata(tmp_path / "orders-0") == TOPIC_ID
     text = (tmp_path / "orders-0" / PARTITION_METADATA_FILE).read_text()
     assert text == f"version: 0\ntopic_id: {uuid_to_str(TOPIC_ID)}"
@@ -113,8 +121,9 @@ def test_a_directory_of_a_deleted_topic_with_the_same_name_is_never_served(
     log = again.open_log(KEY, "orders", 0)
     assert log.log_end_offset == 0
     assert again.checkpointed_high_watermark(KEY) == 0
-    assert read_partition_metadata(tmp_path / "orders-0") == TOPIC_ID
     [aside] = again.pending_deletions
+    log.append(make_batch(1), epoch=1)
+    assert read_partition_metadata(tmp_path / "orders-0") == TOPIC_ID
     assert aside.name.startswith("orders-0.") and aside.name.endswith("-delete")
     assert again.remove_deleted_logs() == 1
     assert not aside.exists()
@@ -156,7 +165,7 @@ def test_a_log_without_partition_metadata_is_adopted(tmp_path: Path) -> None:
 
 def test_an_unreadable_partition_metadata_file_is_an_error_naming_it(tmp_path: Path) -> None:
     directory = open_dir(tmp_path)
-    directory.open_log(KEY, "orders", 0)
+    fill(directory, KEY, "orders", 1)
     directory.close()
     (tmp_path / "orders-0" / PARTITION_METADATA_FILE).write_text("version: 0\ntopic: x\n")
     with pytest.raises(PartitionMetadataError, match=r"partition\.metadata line 2"):
