@@ -235,9 +235,11 @@ async def _read(consumer: Consumer, plan: ConsumerPlan, out: io.BufferedIOBase,
                 raise _TimedOut()
             continue
         last_record = time.monotonic()
-        out.write(b"".join(format_record(plan.formatter, record) for record in records))
-        out.flush()
+        data = b"".join(format_record(plan.formatter, record) for record in records)
+        # counted before written, as Kafka counts: Ctrl-C can land between any two lines
         progress.count += len(records)
+        out.write(data)
+        out.flush()
 
 
 async def _consume(plan: ConsumerPlan, out: io.BufferedIOBase, progress: _Progress) -> None:
