@@ -186,29 +186,39 @@ class _TimedOut(Exception):
     """No record (or no topic) within --timeout-ms: Kafka's TimeoutException."""
 
 
+async def _wait_for_topic(admin: Admin, topic: str, deadline: float | None
+                          ) -> list[TopicPartition]:
+    warned = False
+    while True:
+        try:
+            described = await admin.describe_topics([topic])
+        except KafkaError as exc:
+            if exc.error is not Errors.UNKNOWN_TOPIC_OR_PARTITION:
+                raise
+            if not warned:
+                click.echo(f"Waiting for topic {topic} to exist ({exc.name})", err=True)
+                warned = True
+            if deadline is not None and time.monotonic() >= deadline:
+                raise _TimedOut() from None
+            await trio.sleep(_TOPIC_RETRY_S)
+            continue
+        return [TopicPartition(topic, p.partition) for p in described[topic].partitions]
+
+
 async def _partitions(plan: ConsumerPlan, deadline: float | None) -> list[TopicPartition]:
     """The partitions to read: --partition, or every one the topic has (waiting for it)."""
     if plan.partition is not None:
         return [TopicPartition(plan.topic, plan.partition)]
     settings = admin_settings({"bootstrap.servers": plan.properties["bootstrap.servers"],
                                "client.id": plan.properties["client.id"]})
-    warned = False
+    failure: KafkaError | _TimedOut
+    # raised outside the admin's `async with`: its nursery would wrap it in a group
     async with Admin(settings) as admin:
-        while True:
-            try:
-                described = await admin.describe_topics([plan.topic])
-            except KafkaError as exc:
-                if exc.error is not Errors.UNKNOWN_TOPIC_OR_PARTITION:
-                    raise
-                if not warned:
-                    click.echo(f"Waiting for topic {plan.topic} to exist ({exc.name})", err=True)
-                    warned = True
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise _TimedOut() from None
-                await trio.sleep(_TOPIC_RETRY_S)
-                continue
-            partitions = described[plan.topic].partitions
-            return [TopicPartition(plan.topic, p.partition) for p in partitions]
+        try:
+            return await _wait_for_topic(admin, plan.topic, deadline)
+        except (KafkaError, _TimedOut) as exc:
+            failure = exc
+    raise failure
 
 
 def _seek(consumer: Consumer, plan: ConsumerPlan, partitions: list[TopicPartition]) -> None:

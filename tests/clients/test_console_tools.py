@@ -176,3 +176,13 @@ def test_ctrl_c_ends_the_consumer_with_its_count(bootstrap: str) -> None:
                 consumer.kill()
     assert consumer.returncode == 130
     assert errors.splitlines()[-1] == "Processed a total of 3 messages"
+
+
+def test_the_consumer_waits_for_a_missing_topic_until_its_timeout(bootstrap: str) -> None:
+    missing = consume(bootstrap, "console-never-created", "--timeout-ms", "1000")
+    assert missing.returncode == 0
+    assert missing.stderr.decode().splitlines() == [
+        "Waiting for topic console-never-created to exist (UNKNOWN_TOPIC_OR_PARTITION)",
+        "Error processing message, terminating consumer process: TimeoutException",
+        "Processed a total of 0 messages",
+    ]
