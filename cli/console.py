@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 from typing import NoReturn
 
 import click
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-__all__ = ["fail", "show"]
+__all__ = ["fail", "interrupt_on_sigint", "show"]
 
 
 def _console(*, stderr: bool) -> Console:
@@ -26,3 +27,12 @@ def fail(message: str) -> NoReturn:
     """Print ``message`` on stderr and exit with status 1 (as Kafka's tools do)."""
     _console(stderr=True).print(Text(message))
     raise click.exceptions.Exit(1)
+
+
+def interrupt_on_sigint() -> None:
+    """Ctrl-C (SIGINT) raises KeyboardInterrupt, which trio turns into an orderly stop.
+
+    Explicitly: Python installs its handler only when SIGINT is not ignored at
+    start, and a shell starting a background job without job control ignores
+    it, so kill -INT would otherwise do nothing."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -20,7 +20,7 @@ import click
 from cli.console import fail
 from deploy import ClusterSpec, LaunchError, LocalCluster
 
-__all__ = ["dev"]
+__all__ = ["dev", "produce_consume_lines"]
 
 _WATCH_INTERVAL_S = 0.5
 
@@ -73,10 +73,24 @@ def _banner(cluster: LocalCluster, leader: int) -> str:
                      "(through a broker, as Kafka clients do)")
         lines.append(f"  kraft metadata-quorum --bootstrap-server {host}:{port} "
                      "describe --replication   (brokers are listed as observers)")
+        lines += produce_consume_lines(
+            ",".join(f"{h}:{p}" for h, p in map(cluster.address, cluster.broker_ids))
+        )
     lines += [
         "Press Ctrl-C to stop.",
     ]
     return "\n".join(lines)
+
+
+def produce_consume_lines(servers: str) -> list[str]:
+    """The banner's lines on the console tools, for the brokers at ``servers``."""
+    return [
+        "Produce (one record per line; key and value split by ':') and consume with:",
+        f"  kraft console-producer --bootstrap-server {servers} --topic demo "
+        "--property parse.key=true --property key.separator=:",
+        f"  kraft console-consumer --bootstrap-server {servers} --topic demo --from-beginning "
+        "--property print.key=true --property print.partition=true --property print.offset=true",
+    ]
 
 
 def _watch(cluster: LocalCluster) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from cli.console_consumer import console_consumer
+from cli.console_producer import console_producer
 from cli.dev import dev
 from cli.leader_election import leader_election
 from cli.metadata_quorum import metadata_quorum
@@ -35,6 +37,8 @@ kraft.add_command(metadata_shell)
 kraft.add_command(topics)
 kraft.add_command(reassign_partitions)
 kraft.add_command(leader_election)
+kraft.add_command(console_producer)
+kraft.add_command(console_consumer)
 
 
 def main() -> None:
