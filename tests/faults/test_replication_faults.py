@@ -242,7 +242,8 @@ def test_a_reassignment_moves_the_data_to_the_new_replicas(
         return f"Reassignment of partition {topic}-0 is completed." in verified.output
 
     eventually(completed, "the reassignment completes", _ISR_CHANGE_S)
-    assert sorted(_partition(admin, topic).replicas) == sorted([b, c])
+    eventually(lambda: sorted(_partition(admin, topic).replicas) == sorted([b, c]),
+               "every broker's metadata shows the new replicas")
     cluster.stop(a)
     try:
         read = _read_all(bootstrap, topic, 3000)
