@@ -192,6 +192,8 @@ def run_latency(args: argparse.Namespace) -> LoadReport:
         arrived = _arrive(consumer, value, sent + _ARRIVAL_TIMEOUT_S)
         acks.acked.wait(_ARRIVAL_TIMEOUT_S)
         if arrived is None or not acks.acked.is_set() or acks.error:
+            if not started:
+                continue  # a warm-up record: start-up (metadata, connections) is not measured
             errors += 1
             first_error = first_error or acks.error or f"record {i} did not arrive in time"
             continue
