@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Final
 
@@ -66,7 +66,8 @@ def cpu_seconds(pid: int) -> float:
 class LoadProcess:
     """One ``bench.nats_load`` process; its stdout lines read by a thread into a queue."""
 
-    def __init__(self, kind: str, args: Sequence[str], log_path: Path) -> None:
+    def __init__(self, kind: str, args: Sequence[str], log_path: Path,
+                 module: str = "bench.nats_load") -> None:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(_PROJECT_ROOT), env.get("PYTHONPATH")) if p)
@@ -74,7 +75,7 @@ class LoadProcess:
         self.log_path = log_path
         with log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "bench.nats_load", kind, *args],
+                [sys.executable, "-m", module, kind, *args],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=env,
                 # dies with the bench, as the servers do (bench.nats_cluster)
                 preexec_fn=(lambda: arm_parent_death_signal(signal.SIGTERM)) if on_main else None,
@@ -131,12 +132,17 @@ class LoadProcess:
         return f"--- {self.log_path}\n" + "\n".join(text)
 
 
-def run_phase(plan: PhasePlan, *, server_pids: Mapping[str, int], log_dir: Path
+def run_phase(plan: PhasePlan, *, server_pids: Mapping[str, int], log_dir: Path,
+              module: str = "bench.nats_load", on_go: Callable[[], None] | None = None
               ) -> PhaseResult:
-    """One load process per argument list of ``plan``, started together."""
+    """One load process per argument list of ``plan``, started together.
+
+    ``module`` is the load program (the data-plane bench runs its own with the same
+    READY / GO / RESULT protocol); ``on_go`` runs just before GO (a profiler attached
+    to the phase's work, not to the load processes' start-up)."""
     kind = plan.kind
     log_dir.mkdir(parents=True, exist_ok=True)
-    loads = [LoadProcess(kind, args, log_dir / f"{kind}-{i + 1}.log")
+    loads = [LoadProcess(kind, args, log_dir / f"{kind}-{i + 1}.log", module)
              for i, args in enumerate(plan.process_args)]
     try:
         ready_by = time.monotonic() + _READY_TIMEOUT_S
@@ -144,6 +150,8 @@ def run_phase(plan: PhasePlan, *, server_pids: Mapping[str, int], log_dir: Path
             load.expect("READY", ready_by)
         cpu_before = {name: cpu_seconds(pid) for name, pid in server_pids.items()}
         busy_before, total_before = machine_busy_s()
+        if on_go is not None:
+            on_go()
         began = time.monotonic()
         for load in loads:
             load.go()

@@ -136,7 +136,9 @@ def append_to_leader(
         append_time = now_ms
         set_log_append_time(buffer, 0, now_ms)
     try:
-        info = partition.log.append(buffer, epoch=partition.leader_epoch)
+        # check_produced_batch checked the CRC a moment ago (set_log_append_time keeps it
+        # valid): the log need not compute it over the whole batch again
+        info = partition.log.append(buffer, epoch=partition.leader_epoch, crc_checked=True)
     except LogError as exc:
         return _refused(Errors.CORRUPT_MESSAGE, str(exc))
     return AppendResult(

@@ -22,6 +22,7 @@ Kafka's ReplicaManager.fetchMessages with DelayedFetch:
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from typing import cast
 
 import attrs
 
@@ -99,7 +100,9 @@ def _answer(partition_index: int, read: PartitionRead) -> FetchResponsePartition
         diverging_epoch=diverging,
         aborted_transactions=None,
         preferred_read_replica=-1,
-        records=bytes(read.records),
+        # the log's read as it is, not copied: the codec writes a RECORDS value through the
+        # buffer protocol (decoded ones are memoryviews too), and the buffer is this read's own
+        records=cast(bytes, read.records),
     )
 
 
@@ -314,6 +317,11 @@ class Serving:
             if ends.offset < data.fetch_offset:
                 return True
         if data.fetch_offset < end:
+            others = sum(v for k, v in op.available.items() if k != key)
+            if others + 1 >= op.min_bytes:
+                # a record is there and a batch is never under a byte: no need to read
+                # what a follower (min bytes 1) is about to be sent anyway
+                return True
             max_bytes = data.partition_max_bytes
             found = partition.log.read(data.fetch_offset, max(max_bytes, 1), max_offset=end)
             op.available[key] = min(len(found.records), max_bytes)

@@ -66,6 +66,7 @@ def prepare_leader_append(
     log_end_offset: int,
     latest_epoch: int,
     max_message_bytes: int,
+    check_crc: bool = True,
 ) -> PreparedAppend:
     if epoch < 0:
         raise InvalidAppendError(f"cannot append as leader: epoch {epoch} is negative")
@@ -73,7 +74,7 @@ def prepare_leader_append(
         raise InvalidAppendError(
             f"cannot append as leader in epoch {epoch}: the log already holds epoch {latest_epoch}"
         )
-    scan = scan_batches(data, min_epoch=_ANY_EPOCH)
+    scan = scan_batches(data, min_epoch=_ANY_EPOCH, check_crc=check_crc)
     _checked(scan, len(data), max_message_bytes, "leader")
     buf: bytearray | memoryview
     if (isinstance(data, memoryview) and not data.readonly) or isinstance(data, bytearray):

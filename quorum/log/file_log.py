@@ -221,13 +221,16 @@ class FileLog:
 
     # -- appends -------------------------------------------------------------
 
-    def append(self, batches: bytes | bytearray | memoryview, *, epoch: int) -> AppendInfo:
+    def append(
+        self, batches: bytes | bytearray | memoryview, *, epoch: int, crc_checked: bool = False
+    ) -> AppendInfo:
         prepared = prepare_leader_append(
             batches,
             epoch=epoch,
             log_end_offset=self.log_end_offset,
             latest_epoch=self.last_fetched_epoch,
             max_message_bytes=self._config.max_message_bytes,
+            check_crc=not crc_checked,
         )
         self._write(prepared)
         return prepared.info

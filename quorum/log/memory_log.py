@@ -95,13 +95,16 @@ class MemoryLog:
 
     # -- appends and reads ----------------------------------------------------
 
-    def append(self, batches: bytes | bytearray | memoryview, *, epoch: int) -> AppendInfo:
+    def append(
+        self, batches: bytes | bytearray | memoryview, *, epoch: int, crc_checked: bool = False
+    ) -> AppendInfo:
         prepared = prepare_leader_append(
             batches,
             epoch=epoch,
             log_end_offset=self._log_end_offset,
             latest_epoch=self.last_fetched_epoch,
             max_message_bytes=self._config.max_message_bytes,
+            check_crc=not crc_checked,
         )
         self._store(prepared)
         return prepared.info

@@ -123,8 +123,14 @@ class ReplicatedLog(Protocol):
     @property
     def earliest_snapshot_id(self) -> OffsetAndEpoch | None: ...
 
-    def append(self, batches: bytes | bytearray | memoryview, *, epoch: int) -> AppendInfo:
-        """Leader append: assign offsets from the log end offset, stamp ``epoch``."""
+    def append(
+        self, batches: bytes | bytearray | memoryview, *, epoch: int, crc_checked: bool = False
+    ) -> AppendInfo:
+        """Leader append: assign offsets from the log end offset, stamp ``epoch``.
+
+        ``crc_checked``: the caller has just checked every batch's CRC-32C (a broker's
+        produce path does, to answer CORRUPT_MESSAGE in Kafka's order); the log does not
+        compute it a second time. Every other check still runs."""
         ...
 
     def append_as_follower(self, batches: bytes | bytearray | memoryview) -> AppendInfo:

@@ -1,0 +1,147 @@
+"""What one run of the data-plane bench measured, and the arithmetic over runs.
+
+``DataPlaneRun.headline()`` names each figure (``produce_mb_per_s_acks_all``,
+``e2e_p50_ms_acks_1``, ``consume_mb_per_s`` ...); ``median_figures`` takes each
+figure's median over runs on its own; ``ratios`` divides pykraft's medians by the
+NATS peer's from the same runs; ``goal_gaps`` says how far each figure is from
+its goal. Pure, so that the unit tests check the arithmetic without a cluster.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import attrs
+
+from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures, median_headline
+
+__all__ = [
+    "GOALS",
+    "DataPlaneRun",
+    "Goal",
+    "RssFigures",
+    "goal_gaps",
+    "median_figures",
+    "nats_counterpart",
+    "ratios",
+]
+
+
+@attrs.frozen(kw_only=True)
+class DataPlaneRun:
+    # acks ("all", "1", "0") -> figures
+    produce: Mapping[str, ThroughputFigures]
+    latency: Mapping[str, LatencyFigures]
+    consume: ThroughputFigures
+    nats: NatsFigures | None = None
+
+    def headline(self) -> dict[str, float]:
+        figures = {f"produce_mb_per_s_acks_{a}": f.mb_per_s for a, f in self.produce.items()}
+        for acks, lat in self.latency.items():
+            figures[f"ack_p50_ms_acks_{acks}"] = lat.ack_p50_ms
+            figures[f"ack_p99_ms_acks_{acks}"] = lat.ack_p99_ms
+            figures[f"e2e_p50_ms_acks_{acks}"] = lat.delivery_p50_ms
+            figures[f"e2e_p99_ms_acks_{acks}"] = lat.delivery_p99_ms
+        figures["consume_mb_per_s"] = self.consume.mb_per_s
+        return figures
+
+
+def median_figures(runs: Sequence[DataPlaneRun]) -> dict[str, float]:
+    """Each headline figure's median over ``runs``, taken figure by figure."""
+    if not runs:
+        raise ValueError("no runs to take the median of")
+    keys = runs[0].headline().keys()
+    return {key: statistics.median(run.headline()[key] for run in runs) for key in keys}
+
+
+def nats_counterpart(key: str, nats: Mapping[str, float]) -> float | None:
+    """The NATS peer's figure a pykraft figure is compared with, or None.
+
+    Publish: the peer's best window (JetStream has one kind of ack, the counterpart
+    of acks=all; acks=1 and 0 are compared with it too, as what a user of either
+    system gets). Latency: publish -> ack for the delivery report, publish ->
+    delivery for end to end. Consume: consume."""
+    if key.startswith("produce_mb_per_s"):
+        publish = [v for k, v in nats.items() if k.startswith("publish_mb_per_s")]
+        return max(publish) if publish else None
+    for prefix in ("ack_p50_ms", "ack_p99_ms"):
+        if key.startswith(prefix):
+            return nats.get(prefix)
+    if key.startswith("e2e_p50_ms"):
+        return nats.get("delivery_p50_ms")
+    if key.startswith("e2e_p99_ms"):
+        return nats.get("delivery_p99_ms")
+    return nats.get(key)
+
+
+def ratios(runs: Sequence[DataPlaneRun]) -> dict[str, float]:
+    """pykraft's median / the NATS peer's median, for every figure with a counterpart,
+    over the runs that ran the peer."""
+    paired = [run for run in runs if run.nats is not None]
+    if not paired:
+        return {}
+    ours = median_figures(paired)
+    theirs = median_headline([run.nats for run in paired if run.nats is not None])
+    found = {}
+    for key, value in ours.items():
+        peer = nats_counterpart(key, theirs)
+        if peer:
+            found[key] = value / peer
+    return found
+
+
+@attrs.frozen
+class Goal:
+    key: str
+    target: float
+    # True: the figure must be at least the target (throughput); False: at most (latency)
+    at_least: bool
+    label: str
+
+
+GOALS: Final = (
+    Goal("produce_mb_per_s_acks_all", 45.0, True, "acks=all >= 45 MB/s"),
+    Goal("e2e_p50_ms_acks_all", 2.0, False, "acks=all p50 <= 2 ms"),
+    Goal("consume_mb_per_s", 250.0, True, "consume >= 250 MB/s"),
+)
+RATIO_GOALS: Final = (
+    Goal("produce_mb_per_s_acks_all", 2.5, True, "acks=all >= 2.5x NATS"),
+    Goal("consume_mb_per_s", 1.0, True, "consume ahead of NATS"),
+)
+
+
+def goal_gaps(medians: Mapping[str, float], ratio: Mapping[str, float]
+              ) -> list[tuple[Goal, float, float]]:
+    """(goal, measured, measured / target) for every goal whose figure was measured;
+    a factor of at least 1 means met for an at-least goal, at most 1 for an at-most one."""
+    gaps = []
+    for goals, figures in ((GOALS, medians), (RATIO_GOALS, ratio)):
+        for goal in goals:
+            if goal.key in figures:
+                gaps.append((goal, figures[goal.key], figures[goal.key] / goal.target))
+    return gaps
+
+
+def goal_met(goal: Goal, factor: float) -> bool:
+    return factor >= 1.0 if goal.at_least else factor <= 1.0
+
+
+@attrs.frozen(kw_only=True)
+class RssFigures:
+    """Each broker's resident set before and after ``partitions`` idle replicas appeared."""
+
+    partitions: int
+    replication_factor: int
+    # broker node id -> bytes
+    before: Mapping[int, int]
+    after: Mapping[int, int]
+    # broker node id -> replicas it hosts
+    hosted: Mapping[int, int]
+    seconds_to_create: float
+    seconds_until_hosted: float
+
+    def per_replica_bytes(self) -> dict[int, float]:
+        return {node: (self.after[node] - self.before[node]) / max(self.hosted[node], 1)
+                for node in self.before}

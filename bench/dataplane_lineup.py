@@ -1,0 +1,131 @@
+"""The data-plane bench's workload and phases, with no I/O: what each load process is told.
+
+``produce_phase``, ``latency_phase`` and ``consume_phase`` turn a
+``DataPlaneWorkload`` into a ``bench.nats_lineup.PhasePlan`` of argument lists
+for ``bench.dataplane_load`` processes, which ``bench.nats_phases.run_phase``
+starts, lines up and adds up (``PhaseResult``), as for the NATS peer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from bench.nats_lineup import PhasePlan
+
+__all__ = [
+    "ACK_LEVELS",
+    "DataPlaneWorkload",
+    "consume_phase",
+    "latency_phase",
+    "partition_shares",
+    "produce_phase",
+]
+
+# librdkafka's acks values, in the order the report lists them
+ACK_LEVELS: Final = ("all", "1", "0")
+# the load processes stop themselves at their own bound; this covers drain and close
+_CONSUME_BOUND_S: Final = 120.0
+
+
+@attrs.frozen(kw_only=True)
+class DataPlaneWorkload:
+    record_bytes: int = 1024
+    partitions: int = 6
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    produce_processes: int = 2
+    produce_seconds: float = 10.0
+    produce_messages: int = 10_000_000
+    produce_warmup: int = 2_000
+    # a throughput user's batching: librdkafka's default batch.size (1,000,000) is already
+    # large; linger.ms 10 (its default is 5) lets each batch fill at these rates
+    linger_ms: int = 10
+    batch_bytes: int = 1_000_000
+    latency_messages: int = 2_000
+    latency_warmup: int = 200
+    latency_seconds: float = 60.0
+    consume_processes: int = 2
+    # fetch sizes a throughput user sets: 8 MiB per partition, 50 MiB per request
+    # (librdkafka's default), at least 1 MiB per response or 100 ms
+    fetch_max_bytes: int = 52_428_800
+    partition_fetch_bytes: int = 8_388_608
+    fetch_min_bytes: int = 1_048_576
+    consume_seconds: float = _CONSUME_BOUND_S
+
+    def settings(self) -> dict[str, str]:
+        """The client settings the report states (producer and consumer)."""
+        return {
+            "producer": (f"linger.ms={self.linger_ms}, batch.size={self.batch_bytes}, "
+                         "compression.type=none, enable.idempotence=false"),
+            "latency producer": "linger.ms=0, one record at a time",
+            "consumer": (f"fetch.max.bytes={self.fetch_max_bytes}, max.partition.fetch.bytes="
+                         f"{self.partition_fetch_bytes}, fetch.min.bytes={self.fetch_min_bytes}, "
+                         "fetch.wait.max.ms=100, consume() of 10,000"),
+        }
+
+
+def _common(bootstrap: str, topic: str, workload: DataPlaneWorkload) -> tuple[str, ...]:
+    return ("--bootstrap", bootstrap, "--topic", topic, "--size", str(workload.record_bytes))
+
+
+def produce_phase(workload: DataPlaneWorkload, acks: str, bootstrap: str, topic: str
+                  ) -> PhasePlan:
+    if acks not in ACK_LEVELS:
+        raise ValueError(f"acks is one of {ACK_LEVELS}, not {acks!r}")
+    args = (*_common(bootstrap, topic, workload), "--acks", acks,
+            "--linger-ms", str(workload.linger_ms), "--batch-bytes", str(workload.batch_bytes),
+            "--messages", str(workload.produce_messages),
+            "--seconds", str(workload.produce_seconds), "--warmup", str(workload.produce_warmup))
+    return PhasePlan(kind="produce", process_args=(args,) * workload.produce_processes,
+                     bound_s=workload.produce_seconds)
+
+
+def latency_phase(workload: DataPlaneWorkload, acks: str, bootstrap: str, topic: str,
+                  partition: int = 0) -> PhasePlan:
+    # one process: sequential records are the point
+    args = (*_common(bootstrap, topic, workload), "--acks", acks,
+            "--partition", str(partition), "--messages", str(workload.latency_messages),
+            "--seconds", str(workload.latency_seconds), "--warmup", str(workload.latency_warmup))
+    return PhasePlan(kind="latency", process_args=(args,), bound_s=workload.latency_seconds)
+
+
+def partition_shares(end_offsets: Mapping[int, int], processes: int
+                     ) -> list[dict[int, int]]:
+    """Partitions dealt to at most ``processes`` consumers, largest first to the least
+    loaded, so that each reads about as many records; empty partitions are left out."""
+    if processes < 1:
+        raise ValueError(f"at least one consumer process, not {processes}")
+    filled = sorted(((end, p) for p, end in end_offsets.items() if end > 0), reverse=True)
+    shares: list[dict[int, int]] = [{} for _ in range(min(processes, len(filled)))]
+    for end, partition in filled:
+        lightest = min(shares, key=lambda share: sum(share.values()))
+        lightest[partition] = end
+    return shares
+
+
+def consume_phase(workload: DataPlaneWorkload, end_offsets: Mapping[int, int], bootstrap: str,
+                  topic: str) -> PhasePlan:
+    shares = partition_shares(end_offsets, workload.consume_processes)
+    if not shares:
+        raise ValueError("the topic holds no records to consume")
+    per_process: list[Sequence[str]] = []
+    for share in shares:
+        partitions = sorted(share)
+        per_process.append((
+            *_common(bootstrap, topic, workload),
+            "--partitions", ",".join(map(str, partitions)),
+            "--end-offsets", ",".join(str(share[p]) for p in partitions),
+            "--fetch-max-bytes", str(workload.fetch_max_bytes),
+            "--partition-fetch-bytes", str(workload.partition_fetch_bytes),
+            "--fetch-min-bytes", str(workload.fetch_min_bytes),
+            "--seconds", str(workload.consume_seconds)))
+    return PhasePlan(kind="consume", process_args=tuple(tuple(a) for a in per_process),
+                     bound_s=workload.consume_seconds)
+
+
+def phase_log_dir(base: Path, label: str) -> Path:
+    return base / "load" / label.replace(" ", "-").replace("=", "")

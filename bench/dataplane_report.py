@@ -1,0 +1,147 @@
+"""The report of ``bench.bench_data_plane``: markdown tables (median [min-max]) and one JSON line.
+
+Markdown, so that docs/performance.md quotes it as it is: the figures beside the
+NATS peer's from the same runs and their ratio, the goals and how far each
+figure is from its goal, then the CPU of every process in every phase (percent
+of one core, medians over runs) beside the whole machine's, which says whether
+the brokers, the load or something else was the limit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+
+import cattrs
+
+from bench.dataplane_figures import (
+    DataPlaneRun,
+    RssFigures,
+    goal_gaps,
+    goal_met,
+    median_figures,
+    nats_counterpart,
+    ratios,
+)
+from bench.nats_figures import median_headline
+
+__all__ = ["cell", "cpu_rows", "figure_rows", "report", "rss_report"]
+
+_MIB = 1024 * 1024
+
+
+def cell(values: Sequence[float], digits: int) -> str:
+    """``median [min-max]``, or the one value."""
+    def fmt(v: float) -> str:
+        return f"{v:,.{digits}f}"
+
+    if not values:
+        return ""
+    if len(values) == 1:
+        return fmt(values[0])
+    return f"{fmt(statistics.median(values))} [{fmt(min(values))}-{fmt(max(values))}]"
+
+
+def _label(key: str) -> tuple[str, int]:
+    acks = key.rsplit("_acks_", 1)[-1]
+    labels = {
+        "produce_mb_per_s": (f"produce MB/s, acks={acks}", 1),
+        "ack_p50_ms": (f"produce -> delivery report p50 (ms), acks={acks}, linger.ms=0", 2),
+        "ack_p99_ms": (f"produce -> delivery report p99 (ms), acks={acks}", 2),
+        "e2e_p50_ms": (f"end to end p50 (ms), acks={acks}, linger.ms=0", 2),
+        "e2e_p99_ms": (f"end to end p99 (ms), acks={acks}", 2),
+        "consume_mb_per_s": ("consume MB/s, the whole topic", 1),
+    }
+    return labels[key.rsplit("_acks_", 1)[0]]
+
+
+def figure_rows(runs: Sequence[DataPlaneRun]) -> list[str]:
+    paired = [r.nats for r in runs if r.nats is not None]
+    nats_runs = [n.headline() for n in paired]
+    nats_median = median_headline(paired) if paired else {}
+    ratio = ratios(runs)
+    lines = ["| measure | pykraft | NATS JetStream R3 (same runs) | pykraft / NATS |",
+             "| --- | ---: | ---: | ---: |"]
+    for key in runs[0].headline():
+        label, digits = _label(key)
+        ours = cell([r.headline()[key] for r in runs], digits)
+        theirs = [v for v in (nats_counterpart(key, h) for h in nats_runs) if v is not None]
+        peer = cell(theirs, digits) if nats_counterpart(key, nats_median) is not None else ""
+        factor = f"{ratio[key]:.2f}" if key in ratio else ""
+        lines.append(f"| {label} | {ours} | {peer} | {factor} |")
+    return lines
+
+
+def goal_rows(runs: Sequence[DataPlaneRun]) -> list[str]:
+    lines = ["| goal | measured (median) | measured / goal | met |", "| --- | ---: | ---: | --- |"]
+    for goal, value, factor in goal_gaps(median_figures(runs), ratios(runs)):
+        lines.append(f"| {goal.label} | {value:,.2f} | {factor:.2f} | "
+                     f"{'yes' if goal_met(goal, factor) else 'no'} |")
+    return lines
+
+
+def _phases(run: DataPlaneRun) -> list[tuple[str, Mapping[str, float], float]]:
+    phases = [(f"produce acks={a}", f.cpu_percent, f.machine_busy_percent)
+              for a, f in run.produce.items()]
+    phases += [(f"latency acks={a}", f.cpu_percent, f.machine_busy_percent)
+               for a, f in run.latency.items()]
+    phases.append(("consume", run.consume.cpu_percent, run.consume.machine_busy_percent))
+    return phases
+
+
+def _column_order(name: str) -> tuple[int, str]:
+    rank = 0 if name.startswith("load") else 1 if name.startswith("broker") else 2
+    return rank, name
+
+
+def cpu_rows(runs: Sequence[DataPlaneRun]) -> list[str]:
+    cores = os.cpu_count() or 1
+    columns = sorted({n for r in runs for _, cpu, _ in _phases(r) for n in cpu}, key=_column_order)
+    lines = [f"| phase | {' | '.join(columns)} | all of these | whole machine ({cores} cores) |",
+             "| --- " * (len(columns) + 3) + "|"]
+    for index, (label, _, _) in enumerate(_phases(runs[0])):
+        phases = [_phases(r)[index] for r in runs]
+        cells = []
+        for name in columns:
+            values = [cpu[name] for _, cpu, _ in phases if name in cpu]
+            cells.append(f"{statistics.median(values):.0f}" if values else "")
+        ours = statistics.median(sum(cpu.values()) for _, cpu, _ in phases)
+        machine = statistics.median(cores * busy for _, _, busy in phases)
+        lines.append(f"| {label} | {' | '.join(cells)} | {ours:.0f} | {machine:.0f} |")
+    return lines
+
+
+def report(runs: Sequence[DataPlaneRun], header: str, settings: Mapping[str, str],
+           out: Callable[[str], None] = print) -> None:
+    out(header + "\n")
+    for who, text in settings.items():
+        out(f"- {who}: {text}")
+    out("")
+    for line in figure_rows(runs):
+        out(line)
+    out("\nAgainst the goals (issue 12):\n")
+    for line in goal_rows(runs):
+        out(line)
+    out("\nCPU during each phase, % of one core (median over runs):\n")
+    for line in cpu_rows(runs):
+        out(line)
+    if any(r.nats is not None for r in runs):
+        out("\nThe NATS peer's own CPU table is in its JSON below (bench.nats_report's shape).")
+    out("\n" + json.dumps({"bench": "bench_data_plane", "median": median_figures(runs),
+                           "ratios": ratios(runs),
+                           "runs": [cattrs.unstructure(r) for r in runs]}))
+
+
+def rss_report(figures: RssFigures, out: Callable[[str], None] = print) -> None:
+    per = figures.per_replica_bytes()
+    out(f"{figures.partitions:,} partitions at RF {figures.replication_factor}: created in "
+        f"{figures.seconds_to_create:.1f} s, every broker hosting its replicas after "
+        f"{figures.seconds_until_hosted:.1f} s.\n")
+    out("| broker | replicas hosted | RSS before (MiB) | RSS after (MiB) | bytes per replica |")
+    out("| --- | ---: | ---: | ---: | ---: |")
+    for node in sorted(per):
+        out(f"| {node} | {figures.hosted[node]:,} | {figures.before[node] / _MIB:,.1f} | "
+            f"{figures.after[node] / _MIB:,.1f} | {per[node]:,.0f} |")
+    out("\n" + json.dumps({"bench": "bench_data_plane.rss", **cattrs.unstructure(figures)}))
