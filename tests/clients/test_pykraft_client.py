@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from broker.client import BlockingAdmin, BlockingConsumer, BlockingProducer, NewTopic, TopicPartition
+from broker.client import (
+    BlockingAdmin,
+    BlockingConsumer,
+    BlockingProducer,
+    NewTopic,
+    TopicPartition,
+)
 
 from .admin_checks import eventually
 from .records import PARTITIONS, check_read_back, records
