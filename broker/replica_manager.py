@@ -27,6 +27,7 @@ from typing import Protocol
 import attrs
 
 from quorum.controller.image import MetadataImage, PartitionRegistration, TopicImage
+from quorum.log.log_dir import PartitionKey  # one key class for the core and the log directory
 
 __all__ = [
     "AssignmentChanges",
@@ -44,14 +45,6 @@ __all__ = [
 class PartitionRole(enum.Enum):
     LEADER = "leader"
     FOLLOWER = "follower"
-
-
-@attrs.frozen(order=True, cache_hash=True)
-class PartitionKey:
-    """A partition by topic id: a topic deleted and created again is another partition."""
-
-    topic_id: uuid.UUID
-    partition: int
 
 
 @attrs.frozen(kw_only=True)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Protocol
 
 from broker.replica.alter_partition import AlterPartitionQueue
-from broker.replica.config import ReplicaConfig, topic_config
+from broker.replica.config import ReplicaConfig, TopicConfig, topic_config
 from broker.replica.fetcher import FetchedPartition, PartitionFetchState, ReplicaFetcher
 from broker.replica.follower import apply_fetched, fetch_position, truncate_to_diverging_epoch
 from broker.replica.output import (
@@ -77,6 +77,7 @@ class ReplicaCore:
             self.broker_id, config.alter_partition_retry_backoff_ms
         )
         self._next_isr_check_ms: int | None = None
+        self._topic_configs: dict[str, tuple[Mapping[str, str], TopicConfig]] = {}
 
     # -- views ---------------------------------------------------------------------------
 
@@ -186,20 +187,29 @@ class ReplicaCore:
             self._logs.delete_log(key)
         outbox.touched.add(key)
 
+    def _topic_config(self, topic: str) -> TopicConfig:
+        """A topic's settings, one object shared by its partitions while its configs last."""
+        overrides = self._image.topic_configs(topic)
+        cached = self._topic_configs.get(topic)
+        if cached is None or cached[0] is not overrides:
+            cached = self._topic_configs[topic] = (overrides, topic_config(overrides, self.config))
+        return cached[1]
+
     def _partition_for(self, assignment: PartitionAssignment) -> Partition:
-        config = topic_config(self._image.topic_configs(assignment.topic), self.config)
-        partition = self.partitions.get(assignment.key)
+        config = self._topic_config(assignment.topic)
+        key = assignment.key  # one key object per partition, kept by the table and the log
+        partition = self.partitions.get(key)
         if partition is None:
             partition = Partition(
-                key=assignment.key,
+                key=key,
                 topic=assignment.topic,
                 index=assignment.partition,
-                log=self._logs.open_log(assignment.key, assignment.topic, assignment.partition),
+                log=self._logs.open_log(key, assignment.topic, assignment.partition),
                 config=config,
                 broker_id=self.broker_id,
                 replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
                 is_isr_eligible=self.is_isr_eligible,
-                high_watermark=self._logs.checkpointed_high_watermark(assignment.key),
+                high_watermark=self._logs.checkpointed_high_watermark(key),
             )
             self.partitions.add(partition)
         partition.config = config

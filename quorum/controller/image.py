@@ -38,6 +38,9 @@ __all__ = [
     "partitions_by_topic",
 ]
 
+# what a topic without configs of its own has (one shared object: callers may compare by identity)
+_NO_CONFIGS: Mapping[str, str] = MappingProxyType({})
+
 NO_LEADER: Final = -1
 _EMPTY: Final[Mapping[object, object]] = MappingProxyType({})
 
@@ -181,7 +184,7 @@ class MetadataImage:
 
     def topic_configs(self, name: str) -> Mapping[str, str]:
         found = self.configs.get(ConfigResource(ConfigResourceType.TOPIC, name))
-        return {} if found is None else found
+        return _NO_CONFIGS if found is None else found
 
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         return self.brokers.get(broker_id)

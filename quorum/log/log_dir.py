@@ -43,7 +43,6 @@ checkpoints and, if no log still needs recovery, the marker.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import re
@@ -104,9 +103,12 @@ class PartitionId(Protocol):
     def partition(self) -> int: ...
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, cache_hash=True)
 class PartitionKey:
-    """A partition by topic id: a topic deleted and created again is another partition."""
+    """A partition by topic id: a topic deleted and created again is another partition.
+
+    The broker's replica core keys its partitions by this same class (one object per
+    partition, shared by the core and this directory)."""
 
     topic_id: uuid.UUID
     partition: int
@@ -260,7 +262,7 @@ class LogDirectory:
             opened = self.logs[name]
         else:
             # a new partition: no directory until its first write (``DeferredLog``)
-            opened = DeferredLog(functools.partial(self._materialize, name, partition_key.topic_id))
+            opened = DeferredLog(self._materialize, name, partition_key.topic_id)
         self._opened[name] = opened
         return opened
 
