@@ -17,6 +17,7 @@ with a full request.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Final
 
@@ -61,10 +62,14 @@ class SessionRequest:
 
 
 class FetchSessionHandler:
-    def __init__(self) -> None:
+    def __init__(self, max_new_partitions: int | None = None) -> None:
         self.session_id = INVALID_SESSION_ID
         self.epoch = INITIAL_EPOCH
         self._session: dict[TopicPartitionName, FetchRequestPartition] = {}
+        # at most this many partitions join the session per request (None: all at once), so
+        # the leader reads and the follower applies a bounded number per step; the others
+        # join in the next requests
+        self._max_new = max_new_partitions
 
     @property
     def is_full_next(self) -> bool:
@@ -76,21 +81,29 @@ class FetchSessionHandler:
 
     def build(self, wanted: Mapping[TopicPartitionName, FetchRequestPartition]) -> SessionRequest:
         """The next request for ``wanted`` (in order), updating the session to it."""
+        room = len(wanted) if self._max_new is None else self._max_new
         if self.is_full_next:
-            self._session = dict(wanted)
+            self._session = dict(itertools.islice(wanted.items(), room))
             return SessionRequest(
                 session_id=self.session_id,
                 session_epoch=self.epoch,
-                partitions=dict(wanted),
+                partitions=dict(self._session),
                 forgotten=(),
                 full=True,
             )
         changed: dict[TopicPartitionName, FetchRequestPartition] = {}
+        session: dict[TopicPartitionName, FetchRequestPartition] = {}
         for name, data in wanted.items():
-            if self._session.get(name) != data:
+            before = self._session.get(name)
+            if before is None:
+                if room <= 0:
+                    continue  # joins in a later request
+                room -= 1
+            if before != data:
                 changed[name] = data
+            session[name] = data
         forgotten = tuple(name for name in self._session if name not in wanted)
-        self._session = dict(wanted)
+        self._session = session
         return SessionRequest(
             session_id=self.session_id,
             session_epoch=self.epoch,

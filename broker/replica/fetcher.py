@@ -70,7 +70,7 @@ class ReplicaFetcher:
         self._config = config
         self._states: dict[PartitionKey, PartitionFetchState] = {}
         self._names: dict[TopicPartitionName, PartitionKey] = {}
-        self._session = FetchSessionHandler()
+        self._session = FetchSessionHandler(config.max_partitions_joining_per_fetch)
         # the request in flight: its id and what each partition asked with
         self._in_flight: tuple[int, dict[TopicPartitionName, FetchRequestPartition]] | None = None
         # ids unique across the broker's fetchers: an answer to a fetcher that was

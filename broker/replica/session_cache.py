@@ -108,6 +108,8 @@ class FetchContext:
     partitions: list[tuple[TopicPartitionName, FetchRequestPartition]]
     # an incremental request: the partitions it named (new or changed fetch state)
     listed: frozenset[TopicPartitionName] = frozenset()
+    # ... and how many of them joined the session with it (they are answered at once)
+    joined: int = 0
     error: Errors = Errors.NONE
     session: FetchSession | None = None
     is_follower: bool = False
@@ -201,9 +203,11 @@ class FetchSessionCache:
             return FetchContext(kind=ContextKind.ERROR, partitions=[],
                                 error=Errors.INVALID_FETCH_SESSION_EPOCH)
         requested = _requested(request)
+        joined = 0
         for name, data in requested.items():
             cached = session.partitions.get(name)
             if cached is None:
+                joined += 1
                 session.partitions[name] = _CachedPartition(data=data)
             else:
                 cached.data = data
@@ -218,6 +222,7 @@ class FetchSessionCache:
             kind=ContextKind.INCREMENTAL,
             partitions=[(name, cached.data) for name, cached in session.partitions.items()],
             listed=frozenset(requested),
+            joined=joined,
             session=session,
             is_follower=is_follower,
         )
