@@ -37,7 +37,10 @@ from quorum.log import OffsetAndEpoch, ReplicatedLog
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import AlterPartitionResponse, FetchRequest, FetchResponse, ProduceRequest
 
-__all__ = ["LogDirectory", "ReplicaCore"]
+__all__ = ["ISR_CHECK_SLICE", "LogDirectory", "ReplicaCore"]
+
+# led partitions whose ISR one poll checks (a broker may lead 30,000)
+ISR_CHECK_SLICE = 2_000
 
 
 class LogDirectory(Protocol):
@@ -77,6 +80,7 @@ class ReplicaCore:
             self.broker_id, config.alter_partition_retry_backoff_ms
         )
         self._next_isr_check_ms: int | None = None
+        self._isr_check: list[Partition] | None = None  # the led partitions left to check
         self._topic_configs: dict[str, tuple[Mapping[str, str], TopicConfig]] = {}
 
     # -- views ---------------------------------------------------------------------------
@@ -171,12 +175,28 @@ class ReplicaCore:
         self.producing.expire(now_ms, outbox)
         self.serving.expire(now_ms, outbox)
         if self._next_isr_check_ms is not None and now_ms >= self._next_isr_check_ms:
-            self._next_isr_check_ms = now_ms + self.config.isr_check_interval_ms
-            for partition in self.partitions:
-                change = partition.maybe_shrink_isr(now_ms)
-                if change is not None:
-                    outbox.isr_changes.append((partition.key, change))
+            self._check_isrs(now_ms, outbox)
         return self._finish(now_ms, outbox)
+
+    def _check_isrs(self, now_ms: int, outbox: Outbox) -> None:
+        """Kafka's maybeShrinkIsr over the led partitions, ``ISR_CHECK_SLICE`` per poll: a
+        check that is not done asks to be polled again at once (the driver lets its other
+        tasks run between polls)."""
+        if self._isr_check is None:
+            self._isr_check = [p for p in self.partitions if p.is_leader]
+        todo = self._isr_check
+        for partition in todo[-ISR_CHECK_SLICE:]:
+            if self.partitions.get(partition.key) is not partition:
+                continue  # no longer hosted
+            change = partition.maybe_shrink_isr(now_ms)
+            if change is not None:
+                outbox.isr_changes.append((partition.key, change))
+        del todo[-ISR_CHECK_SLICE:]
+        if todo:
+            self._next_isr_check_ms = now_ms
+        else:
+            self._isr_check = None
+            self._next_isr_check_ms = now_ms + self.config.isr_check_interval_ms
 
     # -- assignments ---------------------------------------------------------------------
 

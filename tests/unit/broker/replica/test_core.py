@@ -191,3 +191,42 @@ def test_an_unknown_session_starts_over_with_a_full_request() -> None:
     (full,) = after.fetches
     assert (full.request.session_id, full.request.session_epoch) == (0, 0)
     assert [len(t.partitions) for t in full.request.topics] == [1]
+
+
+def test_the_isr_check_runs_a_slice_of_led_partitions_per_poll(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Followers that never fetch leave the ISR, at most ISR_CHECK_SLICE partitions per
+    poll; a check that is not done asks to be polled again at once."""
+    import uuid
+
+    from broker.replica import PendingShrinkIsr, ReplicaConfig, ReplicaCore
+    from broker.replica import core as core_module
+    from broker.replica_manager import PartitionAssignment, PartitionRole
+    from quorum.controller.image import EMPTY_IMAGE
+    from tests.sim.replication.disk import BrokerDisk
+
+    monkeypatch.setattr(core_module, "ISR_CHECK_SLICE", 2)
+    core = ReplicaCore(
+        ReplicaConfig(broker_id=1, replica_lag_time_max_ms=100), BrokerDisk(), random.Random(1)
+    )
+    topic_id = uuid.UUID(int=9)
+    core.apply_changes([
+        PartitionAssignment(
+            topic="t", topic_id=topic_id, partition=i, leader=1, leader_epoch=0,
+            partition_epoch=0, isr=(1, 2), replicas=(1, 2), role=PartitionRole.LEADER,
+        )
+        for i in range(5)
+    ], (), EMPTY_IMAGE, 0)
+    now = 1_000
+
+    def shrinking() -> int:
+        return sum(1 for p in core.partitions if isinstance(p.isr_state, PendingShrinkIsr))
+
+    first = core.poll(now)
+    assert shrinking() == 2 and first.next_deadline_ms == now
+    second = core.poll(now)
+    assert shrinking() == 4 and second.next_deadline_ms == now
+    third = core.poll(now)
+    assert shrinking() == 5
+    assert third.next_deadline_ms is not None and third.next_deadline_ms > now
