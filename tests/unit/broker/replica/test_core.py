@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import random
+import uuid
 
 import attrs
+import pytest
 
-from broker.replica import OutboundFetch, ReplicaConfig, ReplicaCore, ReplicaOutput
-from broker.replica_manager import PartitionKey, assignment_changes
+from broker.replica import (
+    OutboundFetch,
+    PendingShrinkIsr,
+    ReplicaConfig,
+    ReplicaCore,
+    ReplicaOutput,
+)
+from broker.replica import core as core_module
+from broker.replica_manager import (
+    PartitionAssignment,
+    PartitionKey,
+    PartitionRole,
+    assignment_changes,
+)
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage
 from quorum.log import MemoryLog, ReplicatedLog
 from quorum.wire.error_codes import Errors
@@ -18,6 +32,7 @@ from quorum.wire.messages import (
     ProduceRequestTopic,
 )
 from quorum.wire.messages.metadata_records import ConfigRecord
+from tests.sim.replication.disk import BrokerDisk
 
 from ..records import fold, partition, register, topic
 from .helpers import batch
@@ -198,13 +213,9 @@ def test_the_isr_check_runs_a_slice_of_led_partitions_per_poll(
 ) -> None:
     """Followers that never fetch leave the ISR, at most ISR_CHECK_SLICE partitions per
     poll; a check that is not done asks to be polled again at once."""
-    import uuid
 
-    from broker.replica import PendingShrinkIsr, ReplicaConfig, ReplicaCore
-    from broker.replica import core as core_module
-    from broker.replica_manager import PartitionAssignment, PartitionRole
+    from broker.replica import ReplicaConfig, ReplicaCore
     from quorum.controller.image import EMPTY_IMAGE
-    from tests.sim.replication.disk import BrokerDisk
 
     monkeypatch.setattr(core_module, "ISR_CHECK_SLICE", 2)
     core = ReplicaCore(
