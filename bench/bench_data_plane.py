@@ -66,6 +66,7 @@ from bench.nats_phases import run_phase
 from bench.profile_summary import summarize
 from bench.scale_phases import create_one_topic
 from bench.scale_probes import rss_bytes
+from broker.client import BlockingAdmin
 from deploy import ClusterSpec, LocalCluster
 
 __all__ = ["main"]
@@ -232,11 +233,19 @@ def _nats_or_none(nats: NatsWorkload | None) -> NatsFigures | None:
 # -- idle partition replicas ------------------------------------------------------------------
 
 
-def _hosted(cluster: LocalCluster, node: int, prefix: str) -> int:
-    logs = cluster.layout[node].directory / "logs"
-    if not logs.is_dir():
-        return 0
-    return sum(1 for entry in logs.iterdir() if entry.name.startswith(prefix))
+def _hosted(cluster: LocalCluster, node: int, topic: str) -> int:
+    """Replicas of ``topic`` the broker hosts, as it reports them (DescribeLogDirs): a new
+    partition has no directory until its first record, so the files cannot tell."""
+    host, port = cluster.address(node)
+    admin = BlockingAdmin({"bootstrap.servers": f"{host}:{port}", "request.timeout.ms": "60000"})
+    try:
+        described = admin.describe_log_dirs([node])
+    finally:
+        admin.close()
+    return sum(
+        1 for by_path in described.get(node, {}).values() for name, _ in by_path.replicas
+        if name == topic
+    )
 
 
 def rss_run(partitions: int, *, base_dir: Path | None, properties: dict[str, str],
@@ -257,7 +266,7 @@ def rss_run(partitions: int, *, base_dir: Path | None, properties: dict[str, str
             deadline = began + wait_s
             hosted = {n: 0 for n in brokers}
             while time.monotonic() < deadline:
-                hosted = {n: _hosted(cluster, n, "idle-") for n in brokers}
+                hosted = {n: _hosted(cluster, n, "idle") for n in brokers}
                 if all(count >= partitions for count in hosted.values()):
                     break
                 time.sleep(2.0)
