@@ -81,6 +81,7 @@ class ReplicaCore:
         )
         self._next_isr_check_ms: int | None = None
         self._isr_check: list[Partition] | None = None  # the led partitions left to check
+        self._is_isr_eligible = self.is_isr_eligible  # one bound method for every partition
         self._topic_configs: dict[str, tuple[Mapping[str, str], TopicConfig]] = {}
 
     # -- views ---------------------------------------------------------------------------
@@ -228,7 +229,7 @@ class ReplicaCore:
                 config=config,
                 broker_id=self.broker_id,
                 replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
-                is_isr_eligible=self.is_isr_eligible,
+                is_isr_eligible=self._is_isr_eligible,
                 high_watermark=self._logs.checkpointed_high_watermark(key),
             )
             self.partitions.add(partition)

@@ -64,6 +64,27 @@ class AcceptedIsr:
 
 
 class Partition:
+    # slots: a broker may host 100,000 of these, most idle (a __dict__ each costs ~100 B)
+    __slots__ = (
+        "_eligible",
+        "_lag_max_ms",
+        "broker_id",
+        "config",
+        "epoch_start_offset",
+        "followers",
+        "high_watermark",
+        "index",
+        "isr_state",
+        "key",
+        "leader_epoch",
+        "leader_id",
+        "log",
+        "partition_epoch",
+        "replicas",
+        "role",
+        "topic",
+    )
+
     def __init__(
         self,
         *,
