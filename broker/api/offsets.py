@@ -122,57 +122,56 @@ def _list_one(
     return answer(found.offset, found.timestamp, found.leader_epoch)
 
 
+def _led(
+    lookup: PartitionLookup, image: MetadataImage, topic: str, index: int,
+    current_leader_epoch: int, replica_id: int,
+) -> Partition | Errors:
+    """The partition to answer from, or why this broker cannot answer for it."""
+    partition = lookup(topic, index)
+    error = _check(partition, image, topic, index, current_leader_epoch, replica_id)
+    return error if error != Errors.NONE or partition is None else partition
+
+
 def list_offsets(
     lookup: PartitionLookup, image: MetadataImage, request: ListOffsetsRequest
 ) -> ListOffsetsResponse:
-    replica_id = request.replica_id
-    topics = []
-    for topic in request.topics:
-        answers = []
-        for asked in topic.partitions:
-            partition = lookup(topic.name, asked.partition_index)
-            error = _check(
-                partition, image, topic.name, asked.partition_index,
-                asked.current_leader_epoch, replica_id,
-            )
-            if error != Errors.NONE or partition is None:
-                answers.append(ListOffsetsResponsePartition(
-                    partition_index=asked.partition_index, error_code=error
-                ))
-                continue
-            answers.append(_list_one(partition, asked, replica_id))
-        topics.append(ListOffsetsResponseTopic(name=topic.name, partitions=tuple(answers)))
-    return ListOffsetsResponse(topics=tuple(topics))
+    def one(topic: str, asked: ListOffsetsRequestPartition) -> ListOffsetsResponsePartition:
+        led = _led(lookup, image, topic, asked.partition_index, asked.current_leader_epoch,
+                   request.replica_id)
+        if isinstance(led, Errors):
+            return ListOffsetsResponsePartition(partition_index=asked.partition_index,
+                                                error_code=led)
+        return _list_one(led, asked, request.replica_id)
 
-
-def _epoch_end(
-    partition: Partition, asked: OffsetForLeaderEpochRequestPartition
-) -> OffsetForLeaderEpochResponsePartition:
-    ends = partition.end_offset_for_epoch(asked.leader_epoch)
-    return OffsetForLeaderEpochResponsePartition(
-        partition=asked.partition, leader_epoch=ends.epoch, end_offset=ends.offset
-    )
+    return ListOffsetsResponse(topics=tuple(
+        ListOffsetsResponseTopic(
+            name=topic.name, partitions=tuple(one(topic.name, p) for p in topic.partitions)
+        )
+        for topic in request.topics
+    ))
 
 
 def offsets_for_leader_epochs(
     lookup: PartitionLookup, image: MetadataImage, request: OffsetForLeaderEpochRequest
 ) -> OffsetForLeaderEpochResponse:
-    replica_id = request.replica_id
-    topics = []
-    for topic in request.topics:
-        answers = []
-        for asked in topic.partitions:
-            partition = lookup(topic.topic, asked.partition)
-            error = _check(
-                partition, image, topic.topic, asked.partition,
-                asked.current_leader_epoch, replica_id,
+    def one(
+        topic: str, asked: OffsetForLeaderEpochRequestPartition
+    ) -> OffsetForLeaderEpochResponsePartition:
+        led = _led(lookup, image, topic, asked.partition, asked.current_leader_epoch,
+                   request.replica_id)
+        if isinstance(led, Errors):
+            return OffsetForLeaderEpochResponsePartition(
+                partition=asked.partition, error_code=led,
+                leader_epoch=UNDEFINED_EPOCH, end_offset=UNDEFINED_OFFSET,
             )
-            if error != Errors.NONE or partition is None:
-                answers.append(OffsetForLeaderEpochResponsePartition(
-                    partition=asked.partition, error_code=error,
-                    leader_epoch=UNDEFINED_EPOCH, end_offset=UNDEFINED_OFFSET,
-                ))
-                continue
-            answers.append(_epoch_end(partition, asked))
-        topics.append(OffsetForLeaderEpochResponseTopic(topic=topic.topic, partitions=tuple(answers)))
-    return OffsetForLeaderEpochResponse(topics=tuple(topics))
+        ends = led.end_offset_for_epoch(asked.leader_epoch)
+        return OffsetForLeaderEpochResponsePartition(
+            partition=asked.partition, leader_epoch=ends.epoch, end_offset=ends.offset
+        )
+
+    return OffsetForLeaderEpochResponse(topics=tuple(
+        OffsetForLeaderEpochResponseTopic(
+            topic=topic.topic, partitions=tuple(one(topic.topic, p) for p in topic.partitions)
+        )
+        for topic in request.topics
+    ))

@@ -16,7 +16,7 @@ import attrs
 
 from broker.client.types import HeaderPairs
 from quorum.wire.errors import CorruptRecordError
-from quorum.wire.records import read_varint
+from quorum.wire.records import read_header_pairs, read_varint
 
 __all__ = ["RecordColumns", "decode_columns"]
 
@@ -44,27 +44,6 @@ class RecordColumns:
             self.offset_deltas[start:], self.timestamp_deltas[start:], self.keys[start:],
             self.values[start:], self.headers[start:],
         )
-
-
-def _headers(data: bytes, pos: int, end: int) -> tuple[HeaderPairs, int]:
-    count, pos = read_varint(data, pos, 5)
-    if count < 0 or count > end - pos:
-        raise CorruptRecordError(f"header count {count} at byte {pos} is impossible")
-    pairs = []
-    for _ in range(count):
-        size, pos = read_varint(data, pos, 5)
-        if size < 0 or pos + size > end:
-            raise CorruptRecordError(f"record header key of {size} bytes at byte {pos} is bad")
-        try:
-            key = data[pos : pos + size].decode()
-        except UnicodeDecodeError as exc:
-            raise CorruptRecordError(f"record header key at byte {pos} is not UTF-8") from exc
-        size, pos = read_varint(data, pos + size, 5)
-        if pos + size > end:
-            raise CorruptRecordError(f"record header value of {size} bytes at byte {pos} overruns")
-        pairs.append((key, None if size < 0 else data[pos : pos + size]))
-        pos += max(size, 0)
-    return tuple(pairs), pos
 
 
 def decode_columns(data: bytes, count: int) -> RecordColumns:
@@ -134,7 +113,7 @@ def decode_columns(data: bytes, count: int) -> RecordColumns:
                 headers.append(_NO_HEADERS)
                 pos += 1
             else:
-                pairs, pos = _headers(data, pos, end)
+                pairs, pos = read_header_pairs(data, pos, end)
                 headers.append(pairs)
             if pos != end:
                 raise CorruptRecordError(

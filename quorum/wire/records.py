@@ -65,6 +65,7 @@ __all__ = [
     "encode_records",
     "encode_varint",
     "iter_batches",
+    "read_header_pairs",
     "read_varint",
 ]
 
@@ -296,11 +297,16 @@ def build_batch_from_values(
 # -- decoding ------------------------------------------------------------------------------
 
 
-def _read_headers(data: bytes, pos: int, end: int) -> tuple[tuple[Header, ...], int]:
+def read_header_pairs(
+    data: bytes, pos: int, end: int
+) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """A record's headers at ``pos`` as (key, value) pairs, and the position after them."""
     count, pos = read_varint(data, pos, 5)
     if count < 0 or count > end - pos:
         raise CorruptRecordError(f"header count {count} at byte {pos} is impossible")
-    headers = []
+    if not count:
+        return (), pos
+    pairs = []
     for _ in range(count):
         size, pos = read_varint(data, pos, 5)
         if size < 0 or pos + size > end:
@@ -312,10 +318,14 @@ def _read_headers(data: bytes, pos: int, end: int) -> tuple[tuple[Header, ...], 
         size, pos = read_varint(data, pos + size, 5)
         if pos + size > end:
             raise CorruptRecordError(f"record header value of {size} bytes at byte {pos} overruns")
-        value = None if size < 0 else data[pos : pos + size]
-        headers.append(Header(key, value))
+        pairs.append((key, None if size < 0 else data[pos : pos + size]))
         pos += max(size, 0)
-    return tuple(headers), pos
+    return tuple(pairs), pos
+
+
+def _read_headers(data: bytes, pos: int, end: int) -> tuple[tuple[Header, ...], int]:
+    pairs, pos = read_header_pairs(data, pos, end)
+    return tuple(Header(key, value) for key, value in pairs), pos
 
 
 # Decoding builds Records through their slot descriptors: the same object as
