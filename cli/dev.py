@@ -5,7 +5,8 @@ prints where each listens and how to look at the quorum, and keeps them
 running until Ctrl-C or SIGTERM, then stops each in order (brokers first, by
 controlled shutdown; a leader hands over first). The data stays in ``--data-dir``: the next run finds the
 formatted directories and keeps the cluster id and the log. A node that
-dies on its own ends the run with the tail of its log.
+dies on its own (kill -9, to watch a failover) is reported with the tail of
+its log and started again; one that keeps dying ends the run.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from deploy import ClusterSpec, LaunchError, LocalCluster
 __all__ = ["dev", "produce_consume_lines"]
 
 _WATCH_INTERVAL_S = 0.5
+# a node exiting this often is not a fault being tried out but one that cannot run
+_MAX_EXITS = 3
+_EXIT_WINDOW_S = 60.0
 
 
 def _interrupt_on_signals() -> None:
@@ -94,14 +98,24 @@ def produce_consume_lines(servers: str) -> list[str]:
 
 
 def _watch(cluster: LocalCluster) -> None:
-    """Until Ctrl-C; a node that exits on its own ends the run."""
+    """Until Ctrl-C. A node that exits on its own (a kill -9 to see a failover, say) is
+    reported with the tail of its log and started again, as a supervisor would; one that
+    exits ``_MAX_EXITS`` times within ``_EXIT_WINDOW_S`` cannot run and ends the run."""
+    exits: dict[int, list[float]] = {}
     while True:
         for node_id in cluster.node_ids + cluster.broker_ids:
-            if not cluster.is_running(node_id):
-                code = cluster.wait_exit(node_id)
-                role = cluster.layout[node_id].role
-                raise LaunchError(f"{role} {node_id} exited with status {code}\n"
-                                  + cluster.log_tail(node_id))
+            if cluster.is_running(node_id):
+                continue
+            code = cluster.wait_exit(node_id)
+            role = cluster.layout[node_id].role
+            now = time.monotonic()
+            recent = [t for t in exits.get(node_id, []) if now - t < _EXIT_WINDOW_S] + [now]
+            exits[node_id] = recent
+            report = f"{role} {node_id} exited with status {code}\n" + cluster.log_tail(node_id)
+            if len(recent) >= _MAX_EXITS:
+                raise LaunchError(report + f"\n{role} {node_id} keeps exiting: stopping")
+            click.echo(report + f"\nstarting {role} {node_id} again", err=True)
+            cluster.start_node(node_id, wait=False)
         time.sleep(_WATCH_INTERVAL_S)
 
 
