@@ -217,7 +217,16 @@ class BrokerRouter(ListenerRouter):
 
     async def _delete_records(self, version: int, message: DeleteRecordsRequest) -> Any:
         assert self._replicas is not None
-        return delete_records(self._replicas.core.partitions.by_name, self._image(), message)
+        partitions = self._replicas.core.partitions
+        response = delete_records(partitions.by_name, self._image(), message)
+        moved = []
+        for topic in message.topics:
+            for asked in topic.partitions:
+                partition = partitions.by_name(topic.name, asked.partition_index)
+                if partition is not None:
+                    moved.append(partition.key)
+        self._replicas.log_starts_moved(moved)
+        return response
 
     async def _common(self, version: int, message: Any) -> Any:
         return await self.apis.answer_common(

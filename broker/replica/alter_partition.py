@@ -1,7 +1,10 @@
 """ISR changes on their way to the controller (Kafka's DefaultAlterPartitionManager).
 
 At most one change per partition waits or is in flight, and one
-AlterPartition request at a time carries every waiting change. Each
+AlterPartition request at a time carries the waiting changes, at most
+``MAX_PARTITIONS_PER_REQUEST`` of them (oldest first; Kafka sends every one:
+after a broker's restart 60,000 expansions in one request cost both sides a
+step of seconds, long enough to miss heartbeats). Each
 partition's answer goes back to its partition with the change it answers;
 a partition missing from the answer is sent again. A whole-request error
 (STALE_BROKER_EPOCH, NOT_CONTROLLER, a lost connection) sends everything
@@ -32,9 +35,15 @@ from quorum.wire.messages import (
     AlterPartitionResponse,
 )
 
-__all__ = ["ALTER_PARTITION_VERSION", "AlterPartitionQueue", "IsrChangeResult"]
+__all__ = [
+    "ALTER_PARTITION_VERSION",
+    "MAX_PARTITIONS_PER_REQUEST",
+    "AlterPartitionQueue",
+    "IsrChangeResult",
+]
 
 ALTER_PARTITION_VERSION = 3
+MAX_PARTITIONS_PER_REQUEST = 1_000
 
 
 @attrs.frozen(kw_only=True)
@@ -73,7 +82,7 @@ class AlterPartitionQueue:
         """The request to send now (with its id), if one may go."""
         if self._in_flight is not None or not self._unsent or now_ms < self._retry_at_ms:
             return None
-        items = tuple(self._unsent.values())
+        items = tuple(itertools.islice(self._unsent.values(), MAX_PARTITIONS_PER_REQUEST))
         request_id = next(self._request_ids)
         self._in_flight = (request_id, items)
         return request_id, self._build(items, broker_epoch)

@@ -30,7 +30,7 @@ class ReplicaConfig:
     # pykraft's bound: a follower's fetch session takes at most this many new partitions
     # per request (Kafka puts them all in the first), so no fetch is read or applied in one
     # step of 30,000 partitions
-    max_partitions_joining_per_fetch: int | None = 2_000
+    max_partitions_joining_per_fetch: int | None = 500
     # Kafka's AlterPartitionManager retries a failed request after 50 ms (hard-coded)
     alter_partition_retry_backoff_ms: int = 50
     # broker-level topic defaults

@@ -73,14 +73,17 @@ class ReplicaCore:
             self.partitions.by_name,
             FetchSessionCache(config.max_incremental_fetch_session_cache_slots, rng),
             self.partitions.get,
-            # a quarter of the lag time: an idle follower's caught-up time is at most that old
-            sweep_interval_ms=max(1, config.replica_lag_time_max_ms // 4),
         )
         self.alter_partitions = AlterPartitionQueue(
             self.broker_id, config.alter_partition_retry_backoff_ms
         )
         self._next_isr_check_ms: int | None = None
-        self._isr_check: list[Partition] | None = None  # the led partitions left to check
+        # led partitions whose ISR may hold a follower behind the log end: those touched
+        # since (appends, new epochs, ISR answers) and those found lagging; only they can
+        # leave the ISR (an ISR follower at the leader's end is caught up), so an idle
+        # broker's check costs nothing (Kafka walks every led partition)
+        self._isr_watch: dict[PartitionKey, None] = {}
+        self._isr_check: list[PartitionKey] | None = None  # this check's partitions left
         self._is_isr_eligible = self.is_isr_eligible  # one bound method for every partition
         self._topic_configs: dict[str, tuple[Mapping[str, str], TopicConfig]] = {}
 
@@ -95,6 +98,11 @@ class ReplicaCore:
         """Kafka's isReplicaIsrEligible: registered, unfenced, not shutting down."""
         broker = self._image.broker(broker_id)
         return broker is not None and broker.is_active
+
+    @property
+    def isr_watched(self) -> int:
+        """Led partitions the ISR check looks at (those that may have a follower behind)."""
+        return len(self._isr_watch)
 
     def high_watermarks(self) -> dict[PartitionKey, int]:
         """Every hosted partition's high watermark (for the driver's checkpoint)."""
@@ -170,6 +178,13 @@ class ReplicaCore:
         self.alter_partitions.request_failed(request_id, now_ms)
         return self._finish(now_ms, Outbox())
 
+    def log_starts_moved(self, keys: Sequence[PartitionKey], now_ms: int) -> ReplicaOutput:
+        """Retention or DeleteRecords moved these partitions' log starts (outside the core):
+        followers and waiting fetches hear of it."""
+        outbox = Outbox()
+        outbox.touched.update(k for k in keys if k in self.partitions)
+        return self._finish(now_ms, outbox)
+
     def poll(self, now_ms: int) -> ReplicaOutput:
         """Timers: expired waits, the ISR check, backoffs, retries."""
         outbox = Outbox()
@@ -180,18 +195,24 @@ class ReplicaCore:
         return self._finish(now_ms, outbox)
 
     def _check_isrs(self, now_ms: int, outbox: Outbox) -> None:
-        """Kafka's maybeShrinkIsr over the led partitions, ``ISR_CHECK_SLICE`` per poll: a
-        check that is not done asks to be polled again at once (the driver lets its other
-        tasks run between polls)."""
+        """Kafka's maybeShrinkIsr over the watched led partitions, ``ISR_CHECK_SLICE`` per
+        poll: a check that is not done asks to be polled again at once (the driver lets its
+        other tasks run between polls). A partition whose ISR followers all have the log
+        end, with no change in flight, leaves the watch until it is touched again."""
         if self._isr_check is None:
-            self._isr_check = [p for p in self.partitions if p.is_leader]
+            self._isr_check = list(self._isr_watch)
         todo = self._isr_check
-        for partition in todo[-ISR_CHECK_SLICE:]:
-            if self.partitions.get(partition.key) is not partition:
-                continue  # no longer hosted
+        watch = self._isr_watch
+        for key in todo[-ISR_CHECK_SLICE:]:
+            partition = self.partitions.get(key)
+            if partition is None or not partition.is_leader:
+                watch.pop(key, None)
+                continue
             change = partition.maybe_shrink_isr(now_ms)
             if change is not None:
-                outbox.isr_changes.append((partition.key, change))
+                outbox.isr_changes.append((key, change))
+            elif partition.isr_in_sync():
+                watch.pop(key, None)
         del todo[-ISR_CHECK_SLICE:]
         if todo:
             self._next_isr_check_ms = now_ms
@@ -204,6 +225,9 @@ class ReplicaCore:
     def _stop_hosting(self, key: PartitionKey, outbox: Outbox) -> None:
         for fetcher in self.fetchers.values():
             fetcher.remove_partition(key)
+        hosted = self.partitions.get(key)
+        if hosted is not None:
+            self.serving.stop_hosting(hosted)
         if self.partitions.remove(key) is not None:
             self._logs.delete_log(key)
         outbox.touched.add(key)
@@ -349,7 +373,9 @@ class ReplicaCore:
             if partition is not None and not self.alter_partitions.submit(key, change):
                 partition.abandon_isr_change()
         # set order, not sorted: sorting 100,000 keys per step cost more than the step
+        watch = self._isr_watch
         for key in outbox.touched:
+            watch[key] = None  # the ISR check drops it if it is not led or all in sync
             self.producing.check(key, outbox)
             self.serving.check(key, now_ms, outbox)
         fetches = []

@@ -62,14 +62,28 @@ class SessionRequest:
 
 
 class FetchSessionHandler:
+    """The session as the leader holds it, and what the next request should ask.
+
+    The owner says what changed (``want``, ``drop``) as it happens; ``build``
+    looks only at those changes, so an idle session of 100,000 partitions
+    costs nothing per request.
+    """
+
     def __init__(self, max_new_partitions: int | None = None) -> None:
         self.session_id = INVALID_SESSION_ID
         self.epoch = INITIAL_EPOCH
+        # what the leader holds: the partitions of the last built request and their data
         self._session: dict[TopicPartitionName, FetchRequestPartition] = {}
+        # what the next request should ask for (the partitions ready to fetch)
+        self._wanted: dict[TopicPartitionName, FetchRequestPartition] = {}
+        # names whose wanted data may differ from the session's (in the order they changed)
+        self._pending: dict[TopicPartitionName, None] = {}
         # at most this many partitions join the session per request (None: all at once), so
         # the leader reads and the follower applies a bounded number per step; the others
         # join in the next requests
         self._max_new = max_new_partitions
+        # the leader had no session slot: every request is full and names every partition
+        self._sessionless = False
 
     @property
     def is_full_next(self) -> bool:
@@ -77,39 +91,70 @@ class FetchSessionHandler:
 
     @property
     def session_partitions(self) -> Mapping[TopicPartitionName, FetchRequestPartition]:
+        """What the leader holds, each partition with the data it was last asked with."""
         return self._session
 
-    def build(self, wanted: Mapping[TopicPartitionName, FetchRequestPartition]) -> SessionRequest:
-        """The next request for ``wanted`` (in order), updating the session to it."""
-        room = len(wanted) if self._max_new is None else self._max_new
+    @property
+    def wanted(self) -> Mapping[TopicPartitionName, FetchRequestPartition]:
+        return self._wanted
+
+    def want(self, name: TopicPartitionName, data: FetchRequestPartition) -> None:
+        """Fetch ``name`` with ``data`` from the next request on (added or changed)."""
+        self._wanted[name] = data
+        self._pending[name] = None
+
+    def drop(self, name: TopicPartitionName) -> None:
+        """Stop fetching ``name`` (removed, or backing off): forgotten by the next request."""
+        if self._wanted.pop(name, None) is not None or name in self._session:
+            self._pending[name] = None
+
+    def build(self) -> SessionRequest:
+        """The next request, updating the session to it."""
         if self.is_full_next:
-            self._session = dict(itertools.islice(wanted.items(), room))
-            return SessionRequest(
-                session_id=self.session_id,
-                session_epoch=self.epoch,
-                partitions=dict(self._session),
-                forgotten=(),
-                full=True,
-            )
+            return self._build_full()
+        room = len(self._pending) if self._max_new is None else self._max_new
         changed: dict[TopicPartitionName, FetchRequestPartition] = {}
-        session: dict[TopicPartitionName, FetchRequestPartition] = {}
-        for name, data in wanted.items():
+        forgotten = []
+        waiting: dict[TopicPartitionName, None] = {}
+        for name in self._pending:
+            data = self._wanted.get(name)
             before = self._session.get(name)
+            if data is None:
+                if before is not None:
+                    del self._session[name]
+                    forgotten.append(name)
+                continue
             if before is None:
                 if room <= 0:
-                    continue  # joins in a later request
+                    waiting[name] = None  # joins in a later request
+                    continue
                 room -= 1
-            if before != data:
-                changed[name] = data
-            session[name] = data
-        forgotten = tuple(name for name in self._session if name not in wanted)
-        self._session = session
+            elif before == data:
+                continue
+            self._session[name] = data
+            changed[name] = data
+        self._pending = waiting
         return SessionRequest(
             session_id=self.session_id,
             session_epoch=self.epoch,
             partitions=changed,
-            forgotten=forgotten,
+            forgotten=tuple(forgotten),
             full=False,
+        )
+
+    def _build_full(self) -> SessionRequest:
+        room = len(self._wanted)
+        if self._max_new is not None and not self._sessionless:
+            room = min(room, self._max_new)
+        self._session = dict(itertools.islice(self._wanted.items(), room))
+        # the rest join the session in the next requests
+        self._pending = dict.fromkeys(n for n in self._wanted if n not in self._session)
+        return SessionRequest(
+            session_id=self.session_id,
+            session_epoch=self.epoch,
+            partitions=dict(self._session),
+            forgotten=(),
+            full=True,
         )
 
     def _close_and_start_over(self) -> None:
@@ -123,15 +168,17 @@ class FetchSessionHandler:
                 self.session_id = INVALID_SESSION_ID
             self._close_and_start_over()
             return False
-        names = {(t.topic, p.partition_index) for t in response.responses for p in t.partitions}
+        names = [(t.topic, p.partition_index) for t in response.responses for p in t.partitions]
+        session = self._session
         if self.is_full_next:
-            if names != set(self._session):
+            if len(names) != len(session) or not all(name in session for name in names):
                 self._close_and_start_over()
                 return False
             self.session_id = response.session_id
-            self.epoch = INITIAL_EPOCH if response.session_id == INVALID_SESSION_ID else 1
+            self._sessionless = response.session_id == INVALID_SESSION_ID
+            self.epoch = INITIAL_EPOCH if self._sessionless else 1
             return True
-        if not names <= set(self._session):
+        if not all(name in session for name in names):
             self._close_and_start_over()
             return False
         if response.session_id == INVALID_SESSION_ID:

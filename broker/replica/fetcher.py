@@ -18,6 +18,7 @@ new leader, as Kafka's markPartitionFailed).
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Iterator
 
@@ -70,9 +71,13 @@ class ReplicaFetcher:
         self._config = config
         self._states: dict[PartitionKey, PartitionFetchState] = {}
         self._names: dict[TopicPartitionName, PartitionKey] = {}
+        # the partitions ready to fetch live in the session handler's wanted set, updated
+        # as each partition changes: a request costs what changed, not what is fetched
         self._session = FetchSessionHandler(config.max_partitions_joining_per_fetch)
-        # the request in flight: its id and what each partition asked with
-        self._in_flight: tuple[int, dict[TopicPartitionName, FetchRequestPartition]] | None = None
+        # backed-off partitions, by the time they are ready again (stale entries skipped)
+        self._delayed: list[tuple[int, PartitionKey]] = []
+        # the id of the request in flight (what each partition asked with is the session's)
+        self._in_flight: int | None = None
         # ids unique across the broker's fetchers: an answer to a fetcher that was
         # dropped and made again never matches the new one's request
         self._request_ids = itertools.count(1) if request_ids is None else request_ids
@@ -92,70 +97,87 @@ class ReplicaFetcher:
 
     # -- partitions ------------------------------------------------------------------------
 
+    def _set(self, state: PartitionFetchState) -> None:
+        self._states[state.key] = state
+        if state.failed:
+            self._session.drop(state.name)
+        elif state.delayed_until_ms > 0:
+            self._session.drop(state.name)
+            heapq.heappush(self._delayed, (state.delayed_until_ms, state.key))
+        else:
+            self._session.want(state.name, self._request_data(state))
+
+    def _request_data(self, state: PartitionFetchState) -> FetchRequestPartition:
+        return FetchRequestPartition(
+            partition=state.name[1],
+            current_leader_epoch=state.current_leader_epoch,
+            fetch_offset=state.fetch_offset,
+            last_fetched_epoch=state.last_fetched_epoch,
+            log_start_offset=state.log_start_offset,
+            partition_max_bytes=self._config.replica_fetch_max_bytes,
+        )
+
     def add_partition(self, state: PartitionFetchState) -> None:
         """Start (or restart, after a new leader epoch) fetching a partition."""
         old = self._states.get(state.key)
-        if old is not None:
+        if old is not None and old.name != state.name:
             del self._names[old.name]
-        self._states[state.key] = state
+            self._session.drop(old.name)
         self._names[state.name] = state.key
+        self._set(state)
 
     def remove_partition(self, key: PartitionKey) -> None:
         old = self._states.pop(key, None)
         if old is not None:
             del self._names[old.name]
+            self._session.drop(old.name)
 
     def update_position(
         self, key: PartitionKey, *, fetch_offset: int, last_fetched_epoch: int, log_start_offset: int
     ) -> None:
         state = self._states.get(key)
         if state is not None:
-            self._states[key] = attrs.evolve(
+            self._set(attrs.evolve(
                 state,
                 fetch_offset=fetch_offset,
                 last_fetched_epoch=last_fetched_epoch,
                 log_start_offset=log_start_offset,
                 delayed_until_ms=0,
-            )
+            ))
 
     def delay(self, key: PartitionKey, now_ms: int) -> None:
         state = self._states.get(key)
         if state is not None and state.delayed_until_ms <= now_ms:
-            self._states[key] = attrs.evolve(
+            self._set(attrs.evolve(
                 state, delayed_until_ms=now_ms + self._config.replica_fetch_backoff_ms
-            )
+            ))
 
     def fail(self, key: PartitionKey) -> None:
         state = self._states.get(key)
         if state is not None:
-            self._states[key] = attrs.evolve(state, failed=True)
+            self._set(attrs.evolve(state, failed=True))
+
+    def _ready_again(self, now_ms: int) -> None:
+        """Backed-off partitions whose time came rejoin the wanted set."""
+        delayed = self._delayed
+        while delayed and delayed[0][0] <= now_ms:
+            until, key = heapq.heappop(delayed)
+            state = self._states.get(key)
+            if state is not None and not state.failed and state.delayed_until_ms == until:
+                self._set(attrs.evolve(state, delayed_until_ms=0))
 
     # -- requests --------------------------------------------------------------------------
-
-    def _wanted(self, now_ms: int) -> dict[TopicPartitionName, FetchRequestPartition]:
-        return {
-            state.name: FetchRequestPartition(
-                partition=state.name[1],
-                current_leader_epoch=state.current_leader_epoch,
-                fetch_offset=state.fetch_offset,
-                last_fetched_epoch=state.last_fetched_epoch,
-                log_start_offset=state.log_start_offset,
-                partition_max_bytes=self._config.replica_fetch_max_bytes,
-            )
-            for state in self._states.values()
-            if state.ready(now_ms)
-        }
 
     def maybe_build_request(self, now_ms: int) -> tuple[int, FetchRequest] | None:
         """The next request (with its id) when none is in flight and a partition is ready."""
         if self._in_flight is not None:
             return None
-        wanted = self._wanted(now_ms)
-        if not wanted:
+        self._ready_again(now_ms)
+        if not self._session.wanted:
             return None
-        built = self._session.build(wanted)
+        built = self._session.build()
         request_id = next(self._request_ids)
-        self._in_flight = (request_id, wanted)
+        self._in_flight = request_id
         topics: dict[str, list[FetchRequestPartition]] = {}
         for (topic, _), data in built.partitions.items():
             topics.setdefault(topic, []).append(data)
@@ -186,12 +208,14 @@ class ReplicaFetcher:
         self, request_id: int, response: FetchResponse, now_ms: int
     ) -> list[FetchedPartition]:
         """The answers still worth applying (the owner reports back for each)."""
-        if self._in_flight is None or self._in_flight[0] != request_id:
+        if self._in_flight != request_id:
             return []
-        asked = self._in_flight[1]
         self._in_flight = None
         if not self._session.handle_response(response):
             return []  # the session starts over: the next request is full, at once
+        # what each partition asked with: the session as the request left it (nothing
+        # changes it until the next request is built)
+        asked = self._session.session_partitions
         fetched = []
         for topic in response.responses:
             for answer in topic.partitions:
@@ -212,7 +236,7 @@ class ReplicaFetcher:
 
     def request_failed(self, request_id: int, now_ms: int) -> None:
         """No answer (connection lost, timed out): every partition backs off."""
-        if self._in_flight is None or self._in_flight[0] != request_id:
+        if self._in_flight != request_id:
             return
         self._in_flight = None
         self._session.handle_error()
@@ -223,9 +247,11 @@ class ReplicaFetcher:
         """When a backed-off partition becomes ready (None: nothing waits on time)."""
         if self._in_flight is not None:
             return None
-        waits = [
-            s.delayed_until_ms
-            for s in self._states.values()
-            if not s.failed and s.delayed_until_ms > now_ms
-        ]
-        return min(waits) if waits else None
+        delayed = self._delayed
+        while delayed:
+            until, key = delayed[0]
+            state = self._states.get(key)
+            if state is not None and not state.failed and state.delayed_until_ms == until:
+                return until
+            heapq.heappop(delayed)  # removed, failed or ready again since
+        return None

@@ -289,6 +289,27 @@ class Partition:
             moved = self.maybe_increment_high_watermark(now_ms)
         return moved, change
 
+    def note_idle_fetch(self, replica_id: int, fetch_ms: int) -> None:
+        """A fetch at ``fetch_ms`` of a session that holds this partition idle: the follower,
+        in the ISR, was at this leader's log end then, and reading the partition would have
+        recorded that (``Serving`` skips the read and tells it here, before the partition
+        changes)."""
+        state = self.followers.get(replica_id)
+        if (
+            state is None
+            or state.log_end_offset < 0
+            or state.last_fetch_ms >= fetch_ms
+            or replica_id not in self.isr_state.isr
+        ):
+            return
+        self.followers[replica_id] = update_fetch_state(
+            state,
+            fetch_offset=state.log_end_offset,
+            log_start_offset=state.log_start_offset,
+            fetch_ms=fetch_ms,
+            leader_end_offset=state.log_end_offset,
+        )
+
     def maybe_expand_isr(self, replica_id: int) -> IsrChange | None:
         state = self.isr_state
         if not self.is_leader or state.in_flight or replica_id in state.isr:
@@ -329,6 +350,20 @@ class Partition:
             ):
                 lagging.add(replica)
         return frozenset(lagging)
+
+    def isr_in_sync(self) -> bool:
+        """Every ISR follower has the log end and no change is in flight: none can fall out
+        of sync before the log or the ISR changes."""
+        if self.isr_state.in_flight:
+            return False
+        end = self.log_end_offset
+        followers = self.followers
+        for replica in self.isr_state.isr:
+            if replica != self.broker_id:
+                state = followers.get(replica)
+                if state is None or state.log_end_offset != end:
+                    return False
+        return True
 
     def maybe_shrink_isr(self, now_ms: int) -> IsrChange | None:
         out_of_sync = self.out_of_sync_replicas(now_ms)

@@ -21,6 +21,9 @@ class PartitionTable:
     def __iter__(self) -> Iterator[Partition]:
         return iter(list(self._by_key.values()))
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
+
     def get(self, key: PartitionKey) -> Partition | None:
         return self._by_key.get(key)
 

@@ -17,10 +17,26 @@ Kafka's ReplicaManager.fetchMessages with DelayedFetch:
   fenced or a diverging epoch appears, or ``max_wait_ms`` passes. Then every
   partition is read again (without updating follower state again) and the
   session builds the answer.
+
+One difference, for a follower's incremental session (which may hold
+100,000 partitions): Kafka reads every partition of the session at every
+fetch; here only its *dirty* partitions are read: those that changed on this
+leader since they were last read for the follower (log end, high watermark,
+log start, role, epoch or ISR: ``mark_changed``), those the request names,
+and those whose follower is not caught up or not in the ISR. Every other
+partition of the session is *idle*: the follower fetched it at the leader's
+log end and nothing changed since, so each fetch would only have set its
+caught-up time to the fetch's time. The session keeps that time
+(``last_fetch_ms``) and ``mark_changed`` writes it into the follower's state
+(``Partition.note_idle_fetch``) before the partition changes and is read
+again, so every caught-up time, high watermark and ISR decision is Kafka's.
+A parked follower fetch of a session is watched under the session, not
+under each of its partitions.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Hashable
 from typing import cast
 
@@ -52,7 +68,7 @@ from quorum.wire.messages import (
     FetchResponsePartition,
 )
 
-__all__ = ["DelayedFetch", "Serving", "replica_id_of"]
+__all__ = ["SESSION_READ_SLICE", "DelayedFetch", "Serving", "replica_id_of"]
 
 CONSUMER = -1
 PartitionLookup = Callable[[str, int], Partition | None]
@@ -71,17 +87,20 @@ class DelayedFetch:
     min_bytes: int
     max_bytes: int
     # while it waits: what it asked of each watched partition, and the bytes each has for it
-    # (checked one touched partition at a time: a session may hold 100,000 partitions)
+    # (checked one touched partition at a time: a session may hold 100,000 partitions);
+    # a follower session's fetch finds what it asked in the session instead
     requested: dict[PartitionKey, FetchRequestPartition] = attrs.field(factory=dict)
     available: dict[PartitionKey, int] = attrs.field(factory=dict)
     # the partitions the last read looked at (their news is in the answer built from it)
     read: list[TopicPartitionName] = attrs.field(factory=list)
 
-    def answered(self) -> None:
-        """The answer went out: what it read is no longer news for a follower's session."""
-        session = self.context.session
-        if session is not None and session.dirty:
-            session.dirty.difference_update(self.read)
+    @property
+    def follower_session(self) -> FetchSession | None:
+        """The follower's incremental session this fetch reads the dirty part of."""
+        context = self.context
+        if context.kind is ContextKind.INCREMENTAL and self.replica_id != CONSUMER:
+            return context.session
+        return None
 
 
 def _answer(partition_index: int, read: PartitionRead) -> FetchResponsePartition:
@@ -106,19 +125,26 @@ def _answer(partition_index: int, read: PartitionRead) -> FetchResponsePartition
     )
 
 
+# a follower session's dirty partitions one fetch reads at most (the rest, at once, in the
+# next fetches): after leaderships move, 30,000 of them would make one step of seconds on
+# each side (Kafka reads them all)
+SESSION_READ_SLICE = 1_000
+
+
+def _session_key(session: FetchSession) -> tuple[str, int]:
+    """The purgatory key a follower session's parked fetch waits under."""
+    return ("fetch-session", session.session_id)
+
+
 class Serving:
     def __init__(
         self,
         lookup: PartitionLookup,
         sessions: FetchSessionCache,
         by_key: Callable[[PartitionKey], Partition | None],
-        *,
-        sweep_interval_ms: int = 1_000,
     ) -> None:
         self._lookup = lookup
         self._by_key = by_key
-        # how often a follower's idle partitions are read anyway (their caught-up time)
-        self._sweep_interval_ms = sweep_interval_ms
         self.sessions = sessions
         self.purgatory: Purgatory[DelayedFetch] = Purgatory()
 
@@ -130,16 +156,17 @@ class Serving:
         answers: dict[TopicPartitionName, FetchResponsePartition] = {}
         limit = op.max_bytes
         min_one = True
-        session = op.context.session
-        idle_ok = session is not None and op.replica_id != CONSUMER
-        partitions = op.context.partitions
-        if idle_ok and session is not None:
-            partitions = self._worth_reading(op, session, now_ms, first_time)
+        session = op.follower_session
+        if session is not None:
+            cached = session.partitions
+            dirty = session.dirty
+            partitions = [(name, cached[name].data)
+                          for name in itertools.islice(dirty, SESSION_READ_SLICE)]
+        else:
+            partitions = op.context.partitions
         op.read.clear()
         for name, data in partitions:
             op.read.append(name)
-            if idle_ok and self._idle(op, name, data, now_ms, outbox, first_time):
-                continue  # nothing new for this follower: left out of the incremental answer
             read = self._read_one(op, name, data, limit, min_one, now_ms, outbox, first_time)
             if read.records:
                 min_one = False
@@ -147,75 +174,56 @@ class Serving:
             answers[name] = _answer(name[1], read)
         return answers
 
-    def _worth_reading(
-        self, op: DelayedFetch, session: FetchSession, now_ms: int, first_time: bool
-    ) -> list[tuple[TopicPartitionName, FetchRequestPartition]]:
-        """The partitions of a follower's incremental fetch that may have news: those it
-        named, those that changed here since they were last read for it (``mark_changed``),
-        and all of them once per sweep interval, which also tells the leader that the idle
-        ones are still caught up. A follower's idle partitions thus cost nothing between
-        sweeps: 100,000 of them would otherwise be walked at every fetch."""
-        if first_time and now_ms - session.last_sweep_ms >= self._sweep_interval_ms:
-            session.last_sweep_ms = now_ms
-            return op.context.partitions
-        cached = session.partitions
-        # sorted: the same inputs read in the same order (the simulator replays seeds)
-        wanted = sorted(session.dirty | op.context.listed)
-        return [(name, cached[name].data) for name in wanted if name in cached]
-
-    def mark_changed(self, partition: Partition) -> None:
-        """A partition's log end, high watermark, log start or role changed: each follower
-        session holding it reads it at its next fetch."""
-        name = (partition.topic, partition.index)
-        for session in self.sessions.follower_sessions():
-            if name in session.partitions:
-                session.dirty.add(name)
-
-    def _idle(
-        self,
-        op: DelayedFetch,
-        name: TopicPartitionName,
-        data: FetchRequestPartition,
-        now_ms: int,
-        outbox: Outbox,
-        first_time: bool,
-    ) -> bool:
-        """A caught-up follower's partition in an incremental session with no news: its
-        fetch state is updated as a read would, and no answer is built (what a full read
-        of 100,000 idle partitions per fetch would cost). False: read it as usual."""
+    def _answered(self, op: DelayedFetch) -> None:
+        """The answer went out: in a follower's session, the partitions it read that are now
+        idle and caught up are no longer read at each fetch."""
         session = op.context.session
-        assert session is not None
-        cached = session.partitions.get(name)
+        if session is None or not session.privileged:
+            return
+        dirty = session.dirty
+        for name in op.read:
+            if name in dirty:
+                del dirty[name]
+                if not self._is_idle(session, name):
+                    dirty[name] = None  # still to read: behind the ones not read yet
+
+    def _is_idle(self, session: FetchSession, name: TopicPartitionName) -> bool:
+        """The follower fetched ``name`` at this leader's log end, in its epoch, is in the
+        ISR, and was last sent the current high watermark and log start."""
         partition = self._lookup(*name)
-        if cached is None or partition is None or not partition.is_leader:
+        cached = session.partitions.get(name)
+        if partition is None or cached is None or not partition.is_leader:
             return False
-        if data.current_leader_epoch not in (-1, partition.leader_epoch):
-            return False
+        state = partition.followers.get(session.replica_id)
         end = partition.log_end_offset
-        if data.fetch_offset != end or op.replica_id not in partition.followers:
-            return False
-        # same end offset and same last epoch as the leader's log: nothing diverged
-        # (no last epoch: no divergence check, as read_for_follower)
-        last = data.last_fetched_epoch
-        if last != UNDEFINED_EPOCH and last != partition.log.last_fetched_epoch:
-            return False
-        if (cached.high_watermark, cached.log_start_offset) != (
-            partition.high_watermark, partition.log_start_offset
-        ):
-            return False
-        if first_time:
-            moved, change = partition.update_follower_fetch_state(
-                op.replica_id,
-                fetch_offset=data.fetch_offset,
-                log_start_offset=data.log_start_offset,
-                now_ms=now_ms,
-                leader_end_offset=end,
-            )
-            if moved:
-                outbox.moved(partition.key)
-            if change is not None:
-                outbox.isr_changes.append((partition.key, change))
-        return True
+        data = cached.data
+        return (
+            state is not None
+            and state.log_end_offset == end
+            and data.fetch_offset == end
+            and data.current_leader_epoch in (-1, partition.leader_epoch)
+            and session.replica_id in partition.isr_state.isr
+            and cached.high_watermark == partition.high_watermark
+            and cached.log_start_offset == partition.log_start_offset
+        )
+
+    def mark_changed(self, partition: Partition) -> list[FetchSession]:
+        """A partition's log end, high watermark, log start, role or ISR changed (or is about
+        to go): each follower session holding it reads it at its next fetch. Where it was
+        idle, the follower's state first takes the caught-up time of the session's last
+        fetch, as Kafka's read of it then would have set. The sessions holding it."""
+        name = (partition.topic, partition.index)
+        holding = []
+        for session in self.sessions.follower_sessions():
+            if name not in session.partitions:
+                continue
+            holding.append(session)
+            if name in session.dirty:
+                continue
+            if partition.is_leader:
+                partition.note_idle_fetch(session.replica_id, session.last_fetch_ms)
+            session.dirty[name] = None
+        return holding
 
     def _read_one(
         self,
@@ -254,6 +262,8 @@ class Serving:
         )
         if effects.high_watermark_moved:
             outbox.moved(partition.key)
+        elif first_time and read.log_end_offset != data.fetch_offset:
+            outbox.touched.add(partition.key)  # a follower behind: the ISR check watches it
         if effects.isr_change is not None:
             outbox.isr_changes.append((partition.key, effects.isr_change))
         return read
@@ -264,9 +274,7 @@ class Serving:
         self, handle: Hashable, request: FetchRequest, version: int, now_ms: int, outbox: Outbox
     ) -> None:
         replica_id = replica_id_of(request, version)
-        context = self.sessions.new_context(
-            request, is_follower=replica_id != CONSUMER, now_ms=now_ms
-        )
+        context = self.sessions.new_context(request, replica_id=replica_id, now_ms=now_ms)
         op = DelayedFetch(
             handle=handle,
             context=context,
@@ -277,11 +285,17 @@ class Serving:
         if context.kind is ContextKind.ERROR:
             outbox.fetch_answers.append(FetchAnswer(handle, context.build_response({}, now_ms)))
             return
+        session = op.follower_session
         answers = self._read_all(op, now_ms, outbox, first_time=True)
+        if session is not None:
+            # what it did not read is idle: caught up as of this fetch
+            session.last_fetch_ms = now_ms
         readable = sum(len(a.records or b"") for a in answers.values())
         respond_now = (
             request.max_wait_ms <= 0
-            or not context.partitions
+            # more dirty partitions than one read takes: the rest go in the next fetches
+            or (session is not None and len(session.dirty) > len(op.read))
+            or (session is None and not context.partitions)
             # partitions joining a session: answered at once, so a session of 30,000 fills
             # in a few round trips instead of a long poll each
             or context.joined > 0
@@ -290,19 +304,34 @@ class Serving:
                    for a in answers.values())
         )
         if respond_now:
-            outbox.fetch_answers.append(FetchAnswer(handle, context.build_response(answers, now_ms)))
-            op.answered()
+            self._respond(op, answers, now_ms, outbox)
+            return
+        deadline = now_ms + request.max_wait_ms
+        if session is not None:
+            self.purgatory.watch(op, [_session_key(session)], deadline)
             return
         for name, data in context.partitions:
             partition = self._lookup(*name)
             if partition is not None:
                 op.requested[partition.key] = data
-        self.purgatory.watch(op, list(op.requested), now_ms + request.max_wait_ms)
+        self.purgatory.watch(op, list(op.requested), deadline)
 
-    def _satisfied_by(self, op: DelayedFetch, key: PartitionKey) -> bool:
+    def _respond(
+        self,
+        op: DelayedFetch,
+        answers: dict[TopicPartitionName, FetchResponsePartition],
+        now_ms: int,
+        outbox: Outbox,
+    ) -> None:
+        response = op.context.build_response(answers, now_ms)
+        outbox.fetch_answers.append(FetchAnswer(op.handle, response))
+        self._answered(op)
+
+    def _satisfied_by(
+        self, op: DelayedFetch, key: PartitionKey, data: FetchRequestPartition | None
+    ) -> bool:
         """Kafka's DelayedFetch.tryComplete for the one partition that changed (with
         offsets instead of segment positions); the bytes the others had are remembered."""
-        data = op.requested.get(key)
         if data is None:
             return False
         partition = self._by_key(key)
@@ -332,17 +361,34 @@ class Serving:
 
     def _complete(self, op: DelayedFetch, now_ms: int, outbox: Outbox) -> None:
         answers = self._read_all(op, now_ms, outbox, first_time=False)
-        outbox.fetch_answers.append(FetchAnswer(op.handle, op.context.build_response(answers, now_ms)))
-        op.answered()
+        self._respond(op, answers, now_ms, outbox)
 
     def check(self, key: PartitionKey, now_ms: int, outbox: Outbox) -> None:
+        """Something changed at ``key``: wake the fetches it satisfies."""
         partition = self._by_key(key)
-        if partition is not None:
-            self.mark_changed(partition)
-        for op_id, op in self.purgatory.watchers(key):
-            if self._satisfied_by(op, key):
+        if partition is None:
+            for op_id, op in self.purgatory.watchers(key):
                 self.purgatory.complete(op_id)
                 self._complete(op, now_ms, outbox)
+            return
+        for session in self.mark_changed(partition):
+            watching = self.purgatory.watchers(_session_key(session))
+            if not watching:
+                continue
+            cached = session.partitions[(partition.topic, partition.index)]
+            for op_id, op in watching:
+                if self._satisfied_by(op, key, cached.data):
+                    self.purgatory.complete(op_id)
+                    self._complete(op, now_ms, outbox)
+        for op_id, op in self.purgatory.watchers(key):
+            if self._satisfied_by(op, key, op.requested.get(key)):
+                self.purgatory.complete(op_id)
+                self._complete(op, now_ms, outbox)
+
+    def stop_hosting(self, partition: Partition) -> None:
+        """``partition`` is about to leave this broker: follower sessions read it (and
+        answer its error) at their next fetch."""
+        self.mark_changed(partition)
 
     def expire(self, now_ms: int, outbox: Outbox) -> None:
         for op in self.purgatory.expire(now_ms):

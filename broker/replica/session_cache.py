@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -88,10 +88,13 @@ class FetchSession:
     partitions: dict[TopicPartitionName, _CachedPartition]
     epoch: int
     last_used_ms: int
-    # a follower's session: partitions that changed on this leader since they were last
-    # read for it, and when all of them were last swept (``Serving``)
-    dirty: set[TopicPartitionName] = attrs.field(factory=set)
-    last_sweep_ms: int = -1
+    # a follower's session (``Serving``): the fetching replica; the partitions to read at
+    # its next fetch (they changed here since last read, or the follower is not caught up
+    # or not in the ISR), in the order they became so; every other partition of the
+    # session is idle and caught up as of ``last_fetch_ms``, its last fetch
+    replica_id: int = -1
+    dirty: dict[TopicPartitionName, None] = attrs.field(factory=dict)
+    last_fetch_ms: int = -1
 
 
 def _requested(request: FetchRequest) -> dict[TopicPartitionName, FetchRequestPartition]:
@@ -105,7 +108,8 @@ def _forgotten(request: FetchRequest) -> list[TopicPartitionName]:
 @attrs.define
 class FetchContext:
     kind: ContextKind
-    partitions: list[tuple[TopicPartitionName, FetchRequestPartition]]
+    # a full or sessionless request: its partitions; an incremental one: the session's
+    requested: list[tuple[TopicPartitionName, FetchRequestPartition]]
     # an incremental request: the partitions it named (new or changed fetch state)
     listed: frozenset[TopicPartitionName] = frozenset()
     # ... and how many of them joined the session with it (they are answered at once)
@@ -113,7 +117,17 @@ class FetchContext:
     error: Errors = Errors.NONE
     session: FetchSession | None = None
     is_follower: bool = False
+    replica_id: int = -1
+    arrived_ms: int = -1
     _cache: FetchSessionCache | None = None
+
+    @property
+    def partitions(self) -> list[tuple[TopicPartitionName, FetchRequestPartition]]:
+        """Every partition the request covers (a whole session for an incremental one:
+        built on demand, a follower's session may hold 100,000)."""
+        if self.kind is ContextKind.INCREMENTAL and self.session is not None:
+            return [(name, cached.data) for name, cached in self.session.partitions.items()]
+        return self.requested
 
     def build_response(
         self, answers: Mapping[TopicPartitionName, FetchResponsePartition], now_ms: int
@@ -134,7 +148,11 @@ class FetchContext:
                 )
                 for name, data in self.partitions
             }
-            session_id = self._cache.maybe_create(cached, self.is_follower, now_ms)
+            session_id = self._cache.maybe_create(
+                cached, self.is_follower, now_ms,
+                replica_id=self.replica_id, fetched_ms=self.arrived_ms,
+            )
+            self.session = self._cache.session(session_id)
         return FetchResponse(
             session_id=session_id,
             responses=_topics([(name, answers[name]) for name, _ in self.partitions]),
@@ -177,6 +195,8 @@ class FetchSessionCache:
         self._max_slots = max_slots
         self._rng = rng
         self._sessions: dict[int, FetchSession] = {}
+        # the followers' sessions (every change here is looked up in each of them)
+        self._followers: dict[int, FetchSession] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -184,23 +204,31 @@ class FetchSessionCache:
     def session(self, session_id: int) -> FetchSession | None:
         return self._sessions.get(session_id)
 
-    def new_context(self, request: FetchRequest, *, is_follower: bool, now_ms: int) -> FetchContext:
+    def new_context(
+        self, request: FetchRequest, *, replica_id: int, now_ms: int
+    ) -> FetchContext:
+        is_follower = replica_id >= 0
         epoch = request.session_epoch
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
-            self._sessions.pop(request.session_id, None)
+            self._remove(request.session_id)
             kind = ContextKind.FULL if epoch == INITIAL_EPOCH else ContextKind.SESSIONLESS
+            requested = _requested(request)
             return FetchContext(
                 kind=kind,
-                partitions=list(_requested(request).items()),
+                requested=list(requested.items()),
+                # a follower's new session is answered at once, as joins are
+                joined=len(requested) if kind is ContextKind.FULL and is_follower else 0,
                 is_follower=is_follower,
+                replica_id=replica_id,
+                arrived_ms=now_ms,
                 cache=self,
             )
         session = self._sessions.get(request.session_id)
         if session is None:
-            return FetchContext(kind=ContextKind.ERROR, partitions=[],
+            return FetchContext(kind=ContextKind.ERROR, requested=[],
                                 error=Errors.FETCH_SESSION_ID_NOT_FOUND)
         if session.epoch != epoch:
-            return FetchContext(kind=ContextKind.ERROR, partitions=[],
+            return FetchContext(kind=ContextKind.ERROR, requested=[],
                                 error=Errors.INVALID_FETCH_SESSION_EPOCH)
         requested = _requested(request)
         joined = 0
@@ -211,27 +239,44 @@ class FetchSessionCache:
                 session.partitions[name] = _CachedPartition(data=data)
             else:
                 cached.data = data
+            if session.privileged:
+                session.dirty[name] = None  # its fetch state changed: read it
         for name in _forgotten(request):
             session.partitions.pop(name, None)
+            session.dirty.pop(name, None)
         if not session.partitions:
-            del self._sessions[session.session_id]
-            return FetchContext(kind=ContextKind.SESSIONLESS, partitions=[], is_follower=is_follower)
+            self._remove(session.session_id)
+            return FetchContext(kind=ContextKind.SESSIONLESS, requested=[],
+                                is_follower=is_follower, replica_id=replica_id,
+                                arrived_ms=now_ms)
         session.epoch = next_epoch(session.epoch)
         session.last_used_ms = now_ms
         return FetchContext(
             kind=ContextKind.INCREMENTAL,
-            partitions=[(name, cached.data) for name, cached in session.partitions.items()],
+            requested=[],
             listed=frozenset(requested),
             joined=joined,
             session=session,
             is_follower=is_follower,
+            replica_id=replica_id,
+            arrived_ms=now_ms,
         )
 
-    def follower_sessions(self) -> list[FetchSession]:
-        return [s for s in self._sessions.values() if s.privileged]
+    def _remove(self, session_id: int) -> None:
+        if self._sessions.pop(session_id, None) is not None:
+            self._followers.pop(session_id, None)
+
+    def follower_sessions(self) -> Iterable[FetchSession]:
+        return self._followers.values()
 
     def maybe_create(
-        self, partitions: dict[TopicPartitionName, _CachedPartition], privileged: bool, now_ms: int
+        self,
+        partitions: dict[TopicPartitionName, _CachedPartition],
+        privileged: bool,
+        now_ms: int,
+        *,
+        replica_id: int = -1,
+        fetched_ms: int = -1,
     ) -> int:
         """A new session's id, or 0 when there is no room (the fetcher stays on full requests)."""
         if self._max_slots <= 0 or not partitions:
@@ -241,13 +286,20 @@ class FetchSessionCache:
         session_id = INVALID_SESSION_ID
         while session_id == INVALID_SESSION_ID or session_id in self._sessions:
             session_id = self._rng.randint(1, 2**31 - 1)
-        self._sessions[session_id] = FetchSession(
+        session = self._sessions[session_id] = FetchSession(
             session_id=session_id,
             privileged=privileged,
             partitions=partitions,
             epoch=1,
             last_used_ms=now_ms,
+            replica_id=replica_id,
+            # every partition is read by the request that made the session; those found
+            # idle and caught up leave this set when its answer goes out
+            dirty=dict.fromkeys(partitions) if privileged else {},
+            last_fetch_ms=fetched_ms,
         )
+        if privileged:
+            self._followers[session_id] = session
         return session_id
 
     def _evict_one(self, privileged: bool, now_ms: int) -> bool:
@@ -257,5 +309,5 @@ class FetchSessionCache:
             victim = next((s for s in by_age if not s.privileged), None)
         if victim is None:
             return False
-        del self._sessions[victim.session_id]
+        self._remove(victim.session_id)
         return True

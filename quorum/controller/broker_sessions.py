@@ -53,12 +53,16 @@ class BrokerSessions:
         self._sessions.pop(broker_id, None)
 
     def touch(self, broker_id: int, now_ms: int, offset: int = -1) -> None:
-        """A successful heartbeat (or registration) at ``now_ms`` reporting ``offset``."""
+        """A successful heartbeat (or registration) at ``now_ms`` reporting ``offset``.
+
+        Contact never moves back: a heartbeat whose operation started before a later
+        heartbeat arrived (and touched the session on arrival) must not make the broker
+        look silent for longer than it was."""
         session = self._sessions.get(broker_id)
         if session is None:
             self._sessions[broker_id] = _Session(now_ms, offset)
         else:
-            session.last_contact_ms = now_ms
+            session.last_contact_ms = max(session.last_contact_ms, now_ms)
             session.metadata_offset = offset
 
     # -- expiry ----------------------------------------------------------------------------

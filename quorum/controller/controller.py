@@ -256,6 +256,13 @@ class QuorumController:
             self.sessions.touch(broker.broker_id, now_ms, request.current_metadata_offset)
         return None
 
+    def heartbeat_in_hand(self, request: BrokerHeartbeatRequest, now_ms: int) -> None:
+        """A broker's heartbeat is still unanswered at ``now_ms``: its session is kept alive
+        as on arrival (if the broker's epoch still matches)."""
+        broker = self.working.broker(request.broker_id)
+        if broker is not None and broker.epoch == request.broker_epoch:
+            self.sessions.touch(broker.broker_id, now_ms, request.current_metadata_offset)
+
     def due_operation(
         self, now_ms: int, *, next_offset: int, next_append_offset: Callable[[], int] | None = None
     ) -> Operation[None] | None:

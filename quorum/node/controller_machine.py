@@ -249,6 +249,11 @@ class ControllerMachine:
         )
         if queued is None:
             return
+        request = queued.call.request
+        if isinstance(request, BrokerHeartbeatRequest):
+            # its broker waited for this answer all along: alive until now, however long
+            # the operation ran (else the next timer could fence it at once)
+            self.controller.heartbeat_in_hand(request, now_ms)
         # an answer without records still waits for everything proposed before it
         self._answers.append(
             _Answer(end_offset, queued.call.request, running.operation.response, queued.reply)

@@ -386,3 +386,12 @@ def test_no_broker_that_is_not_active_ever_leads(ops: list[tuple[str, int]]) -> 
             active_in_isr = [b for b in partition.isr if b in cluster.image.active_broker_ids()]
             if active_in_isr:
                 assert partition.leader != NO_LEADER, partition
+
+
+def test_a_late_touch_never_moves_a_sessions_last_contact_back() -> None:
+    sessions = BrokerSessions()
+    sessions.touch(1, 5_000, offset=7)
+    # a heartbeat operation that started at 3,000 finishes after a later arrival touched
+    sessions.touch(1, 3_000, offset=8)
+    assert sessions.expiry_ms(1, SESSION_MS) == 5_000 + SESSION_MS + 1
+    assert sessions.metadata_offset(1) == 8

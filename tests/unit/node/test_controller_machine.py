@@ -135,3 +135,32 @@ def test_a_stopping_controller_answers_what_waits_and_what_runs() -> None:
     node.machine.close()
     for answers in (running, waiting):
         assert [a.topics[0].error_code for a in answers] == [Errors.NOT_CONTROLLER]
+
+
+def test_a_broker_whose_heartbeat_ran_long_is_alive_until_its_answer() -> None:
+    node = Node()
+    node.settle()
+    epoch = start_broker(node)
+    big = CreateTopicsRequest(topics=(
+        CreateTopicsRequestTopic(name="big", num_partitions=3_000, replication_factor=1),
+    ))
+    node.call(big, 5)
+    node.settle()
+    # a controlled shutdown looks at every partition the broker leads: many slices
+    answers: list[Any] = []
+    offset = node.machine.follower.image.provenance.offset - 1
+    node.machine.call(ControllerCall(BrokerHeartbeatRequest(
+        broker_id=1, broker_epoch=epoch, current_metadata_offset=offset, want_shut_down=True,
+    ), 1, answers.append), node.core, NOW)
+    now = NOW
+    slices = 0
+    while not answers and slices < 1_000:
+        now += 100  # each slice a tenth of a second later
+        work = node.machine.work(node.core, now)
+        slices += 1
+        if work.payloads:
+            node.apply(propose_machine_records(node.core, node.machine, work.payloads, now))
+    assert answers and slices > 1
+    timeout = CONFIG.broker_session_timeout_ms
+    # the session runs from the answer, not from when the operation began
+    assert node.machine.controller.sessions.expiry_ms(1, timeout) >= now + timeout + 1 - 100
