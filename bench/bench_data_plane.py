@@ -62,7 +62,7 @@ from bench.dataplane_report import report, rss_report
 from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures, percentile
 from bench.nats_lineup import NatsWorkload, PhasePlan, PhaseResult
 from bench.nats_peer import run_nats_peer
-from bench.nats_phases import run_phase
+from bench.nats_phases import cpu_seconds, run_phase
 from bench.profile_summary import summarize
 from bench.scale_phases import create_one_topic
 from bench.scale_probes import rss_bytes
@@ -74,6 +74,7 @@ __all__ = ["main"]
 TOPIC: Final = "bench"
 _LOAD: Final = "bench.dataplane_load"
 _TIMEOUT_S: Final = 60.0
+IDLE_CPU_WINDOW_S: Final = 20.0
 # the phases sampled by --profile: throughput (the issue asks) and one record at a time
 _PROFILED: Final = ("produce acks=all", "latency acks=all", "consume")
 
@@ -275,11 +276,18 @@ def rss_run(partitions: int, *, base_dir: Path | None, properties: dict[str, str
             until_hosted = time.monotonic() - began
             time.sleep(5.0)  # the last replicas' first checkpoints
             after = {n: rss_bytes(cluster.pid(n))[0] for n in brokers}
+            # what 100,000 idle replicas cost each broker per second, with nothing produced
+            cpu_before = {n: cpu_seconds(cluster.pid(n)) for n in brokers}
+            window_began = time.monotonic()
+            time.sleep(IDLE_CPU_WINDOW_S)
+            window = time.monotonic() - window_began
+            idle_cpu = {n: (cpu_seconds(cluster.pid(n)) - cpu_before[n]) / window
+                        for n in brokers}
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return RssFigures(partitions=partitions, replication_factor=3, before=before, after=after,
                       hosted=hosted, seconds_to_create=created,
-                      seconds_until_hosted=until_hosted)
+                      seconds_until_hosted=until_hosted, idle_cpu=idle_cpu)
 
 
 # -- the command ------------------------------------------------------------------------------

@@ -141,6 +141,9 @@ class RssFigures:
     hosted: Mapping[int, int]
     seconds_to_create: float
     seconds_until_hosted: float
+    # broker node id -> CPU it used while idle, as a share of one core (a window after
+    # every replica is hosted: followers' fetch sessions, ISR checks, retention, timers)
+    idle_cpu: Mapping[int, float] = attrs.field(factory=dict)
 
     def per_replica_bytes(self) -> dict[int, float]:
         return {node: (self.after[node] - self.before[node]) / max(self.hosted[node], 1)

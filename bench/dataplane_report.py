@@ -139,9 +139,12 @@ def rss_report(figures: RssFigures, out: Callable[[str], None] = print) -> None:
     out(f"{figures.partitions:,} partitions at RF {figures.replication_factor}: created in "
         f"{figures.seconds_to_create:.1f} s, every broker hosting its replicas after "
         f"{figures.seconds_until_hosted:.1f} s.\n")
-    out("| broker | replicas hosted | RSS before (MiB) | RSS after (MiB) | bytes per replica |")
-    out("| --- | ---: | ---: | ---: | ---: |")
+    out("| broker | replicas hosted | RSS before (MiB) | RSS after (MiB) | bytes per replica "
+        "| idle CPU (% of a core) |")
+    out("| --- | ---: | ---: | ---: | ---: | ---: |")
     for node in sorted(per):
+        cpu = figures.idle_cpu.get(node)
         out(f"| {node} | {figures.hosted[node]:,} | {figures.before[node] / _MIB:,.1f} | "
-            f"{figures.after[node] / _MIB:,.1f} | {per[node]:,.0f} |")
+            f"{figures.after[node] / _MIB:,.1f} | {per[node]:,.0f} | "
+            f"{'-' if cpu is None else f'{100 * cpu:.1f}'} |")
     out("\n" + json.dumps({"bench": "bench_data_plane.rss", **cattrs.unstructure(figures)}))
