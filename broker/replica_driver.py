@@ -52,7 +52,7 @@ from broker.replica_manager import PartitionAssignment, PartitionKey
 from quorum.controller.image import MetadataImage
 from quorum.metrics.exposition import Family
 from quorum.node.connection import ResponseSlot
-from quorum.wire.messages import FetchRequest, ProduceRequest
+from quorum.wire.messages import DeleteRecordsRequest, FetchRequest, ProduceRequest
 
 __all__ = ["LogMaintenance", "ReplicaDriver"]
 
@@ -152,8 +152,12 @@ class ReplicaDriver:
         self._started[slot] = self._clock_ms()
         self._step(lambda now: self.core.fetch(slot, request, version, now))
 
+    def delete_records(self, slot: ResponseSlot, request: DeleteRecordsRequest) -> None:
+        """DeleteRecords: answered once every replica's log start moved (or it timed out)."""
+        self._step(lambda now: self.core.delete_records(slot, request, now))
+
     def log_starts_moved(self, keys: Sequence[PartitionKey]) -> None:
-        """Log starts moved outside the core (DeleteRecords): followers hear of it."""
+        """Log starts moved outside the core (retention): followers hear of it."""
         if keys:
             self._step(lambda now: self.core.log_starts_moved(keys, now))
 
@@ -233,6 +237,9 @@ class ReplicaDriver:
             if isinstance(fetched.handle, ResponseSlot):
                 fetched.handle.complete(fetched.response)
                 counters.fetch_time.record(now, now - self._started.pop(fetched.handle, now))
+        for deleted in output.delete_records_answers:
+            if isinstance(deleted.handle, ResponseSlot):
+                deleted.handle.complete(deleted.response)
         if output.high_watermarks_moved:
             self._hw_dirty = True
         deadline = math.inf if output.next_deadline_ms is None else output.next_deadline_ms

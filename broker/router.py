@@ -32,7 +32,7 @@ from typing import Any, Final
 import trio
 
 from broker.api.configs import describe_configs_here
-from broker.api.log_dirs import delete_records, describe_log_dirs
+from broker.api.log_dirs import describe_log_dirs
 from broker.api.offsets import list_offsets, offsets_for_leader_epochs
 from broker.auto_topics import AutoTopicCreator
 from broker.forwarding import FORWARDED_APIS, ControllerForwarder
@@ -47,7 +47,6 @@ from quorum.node.router import RequestRejected
 from quorum.wire import ApiKey
 from quorum.wire.apis import CLIENT_LISTENER_VERSIONS, CONTROLLER_LISTENER_VERSIONS
 from quorum.wire.messages import (
-    DeleteRecordsRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeLogDirsRequest,
@@ -156,7 +155,7 @@ class BrokerRouter(ListenerRouter):
                 ApiKey.LIST_OFFSETS: self._answered(self._list_offsets),
                 ApiKey.OFFSET_FOR_LEADER_EPOCH: self._answered(self._offsets_for_leader_epochs),
                 ApiKey.DESCRIBE_LOG_DIRS: self._answered(self._describe_log_dirs),
-                ApiKey.DELETE_RECORDS: self._answered(self._delete_records),
+                ApiKey.DELETE_RECORDS: self._delete_records,
             }
         assert self._handlers.keys() == self.table.keys(), "advertised = handled"
 
@@ -215,18 +214,12 @@ class BrokerRouter(ListenerRouter):
         assert self._replicas is not None and self._log_dir is not None
         return describe_log_dirs(self._replicas.core.partitions, self._log_dir, message)
 
-    async def _delete_records(self, version: int, message: DeleteRecordsRequest) -> Any:
+    async def _delete_records(
+        self, conn: ServerConnection, header: RequestHeader, message: Any
+    ) -> None:
         assert self._replicas is not None
-        partitions = self._replicas.core.partitions
-        response = delete_records(partitions.by_name, self._image(), message)
-        moved = []
-        for topic in message.topics:
-            for asked in topic.partitions:
-                partition = partitions.by_name(topic.name, asked.partition_index)
-                if partition is not None:
-                    moved.append(partition.key)
-        self._replicas.log_starts_moved(moved)
-        return response
+        # waits in the core's purgatory for the replicas; later requests are read meanwhile
+        self._replicas.delete_records(conn.new_slot(header), message)
 
     async def _common(self, version: int, message: Any) -> Any:
         return await self.apis.answer_common(

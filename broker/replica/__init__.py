@@ -62,6 +62,7 @@ from broker.replica.fetch_session import FetchSessionHandler
 from broker.replica.fetcher import FETCH_VERSION, ReplicaFetcher
 from broker.replica.isr import CommittedIsr, IsrChange, PendingExpandIsr, PendingShrinkIsr
 from broker.replica.output import (
+    DeleteRecordsAnswer,
     FetchAnswer,
     OutboundAlterPartition,
     OutboundFetch,
@@ -78,6 +79,7 @@ __all__ = [
     "AlterPartitionQueue",
     "AppendResult",
     "CommittedIsr",
+    "DeleteRecordsAnswer",
     "FetchAnswer",
     "FetchSessionCache",
     "FetchSessionHandler",

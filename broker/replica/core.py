@@ -18,6 +18,7 @@ from typing import Protocol
 
 from broker.replica.alter_partition import AlterPartitionQueue
 from broker.replica.config import ReplicaConfig, TopicConfig, topic_config
+from broker.replica.deleting import Deleting
 from broker.replica.fetcher import FetchedPartition, PartitionFetchState, ReplicaFetcher
 from broker.replica.follower import apply_fetched, fetch_position, truncate_to_diverging_epoch
 from broker.replica.output import (
@@ -35,7 +36,13 @@ from broker.replica_manager import PartitionAssignment, PartitionKey
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage
 from quorum.log import OffsetAndEpoch, ReplicatedLog
 from quorum.wire.error_codes import Errors
-from quorum.wire.messages import AlterPartitionResponse, FetchRequest, FetchResponse, ProduceRequest
+from quorum.wire.messages import (
+    AlterPartitionResponse,
+    DeleteRecordsRequest,
+    FetchRequest,
+    FetchResponse,
+    ProduceRequest,
+)
 
 __all__ = ["ISR_CHECK_SLICE", "LogDirectory", "ReplicaCore"]
 
@@ -69,6 +76,7 @@ class ReplicaCore:
         self._request_ids = itertools.count(1)
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.producing = Producing(self.partitions.by_name, self.partitions.get)
+        self.deleting = Deleting(self.partitions.by_name, self.partitions.get, lambda: self._image)
         self.serving = Serving(
             self.partitions.by_name,
             FetchSessionCache(config.max_incremental_fetch_session_cache_slots, rng),
@@ -133,6 +141,13 @@ class ReplicaCore:
         self.producing.produce(handle, request, now_ms, outbox)
         return self._finish(now_ms, outbox)
 
+    def delete_records(
+        self, handle: Hashable, request: DeleteRecordsRequest, now_ms: int
+    ) -> ReplicaOutput:
+        outbox = Outbox()
+        self.deleting.delete_records(handle, request, now_ms, outbox)
+        return self._finish(now_ms, outbox)
+
     def fetch(
         self, handle: Hashable, request: FetchRequest, version: int, now_ms: int
     ) -> ReplicaOutput:
@@ -189,6 +204,7 @@ class ReplicaCore:
         """Timers: expired waits, the ISR check, backoffs, retries."""
         outbox = Outbox()
         self.producing.expire(now_ms, outbox)
+        self.deleting.expire(now_ms, outbox)
         self.serving.expire(now_ms, outbox)
         if self._next_isr_check_ms is not None and now_ms >= self._next_isr_check_ms:
             self._check_isrs(now_ms, outbox)
@@ -219,6 +235,9 @@ class ReplicaCore:
         else:
             self._isr_check = None
             self._next_isr_check_ms = now_ms + self.config.isr_check_interval_ms
+            # a dict keeps its table after deletions: 100,000 entries watched once (a
+            # creation) would stay allocated while the watch is nearly empty
+            self._isr_watch = dict(watch)
 
     # -- assignments ---------------------------------------------------------------------
 
@@ -377,6 +396,7 @@ class ReplicaCore:
         for key in outbox.touched:
             watch[key] = None  # the ISR check drops it if it is not led or all in sync
             self.producing.check(key, outbox)
+            self.deleting.check(key, outbox)
             self.serving.check(key, now_ms, outbox)
         fetches = []
         for source, fetcher in sorted(self.fetchers.items()):
@@ -389,6 +409,7 @@ class ReplicaCore:
             alter_partition=None if alter is None else OutboundAlterPartition(*alter),
             produce_answers=tuple(outbox.produce_answers),
             fetch_answers=tuple(outbox.fetch_answers),
+            delete_records_answers=tuple(outbox.delete_records_answers),
             high_watermarks_moved=tuple(outbox.high_watermarks_moved),
             next_deadline_ms=self._next_deadline_ms(now_ms),
         )
@@ -396,6 +417,7 @@ class ReplicaCore:
     def _next_deadline_ms(self, now_ms: int) -> int | None:
         deadlines = [
             self.producing.purgatory.next_deadline_ms(),
+            self.deleting.purgatory.next_deadline_ms(),
             self.serving.purgatory.next_deadline_ms(),
             self.alter_partitions.next_deadline_ms(),
             *(fetcher.next_deadline_ms(now_ms) for fetcher in self.fetchers.values()),

@@ -8,7 +8,8 @@ The driver handles one ``ReplicaOutput`` completely before the next input:
 2. send ``alter_partition`` (if any) to the active controller and give the
    core its answer (``handle_alter_partition_response``) or its failure
    (``alter_partition_failed``);
-3. write each answer in ``produce_answers`` and ``fetch_answers`` on the
+3. write each answer in ``produce_answers``, ``fetch_answers`` and
+   ``delete_records_answers`` on the
    connection its ``handle`` names (an acks=0 produce never gets one);
 4. call ``poll`` at ``next_deadline_ms`` at the latest (purgatory
    deadlines, the ISR check, fetch backoffs, AlterPartition retries).
@@ -21,21 +22,30 @@ durability is replication; ``flush.messages``/``flush.ms`` are the driver's).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
+from typing import TypeVar
 
 import attrs
 
 from broker.replica.isr import IsrChange
 from broker.replica_manager import PartitionKey
-from quorum.wire.messages import AlterPartitionRequest, FetchRequest, FetchResponse, ProduceResponse
+from quorum.wire.messages import (
+    AlterPartitionRequest,
+    DeleteRecordsResponse,
+    FetchRequest,
+    FetchResponse,
+    ProduceResponse,
+)
 
 __all__ = [
+    "DeleteRecordsAnswer",
     "FetchAnswer",
     "OutboundAlterPartition",
     "OutboundFetch",
     "Outbox",
     "ProduceAnswer",
     "ReplicaOutput",
+    "by_topic",
 ]
 
 
@@ -64,12 +74,19 @@ class FetchAnswer:
     response: FetchResponse
 
 
+@attrs.frozen
+class DeleteRecordsAnswer:
+    handle: Hashable
+    response: DeleteRecordsResponse
+
+
 @attrs.frozen(kw_only=True)
 class ReplicaOutput:
     fetches: tuple[OutboundFetch, ...] = ()
     alter_partition: OutboundAlterPartition | None = None
     produce_answers: tuple[ProduceAnswer, ...] = ()
     fetch_answers: tuple[FetchAnswer, ...] = ()
+    delete_records_answers: tuple[DeleteRecordsAnswer, ...] = ()
     high_watermarks_moved: tuple[PartitionKey, ...] = ()
     next_deadline_ms: int | None = None
 
@@ -80,6 +97,7 @@ class Outbox:
 
     produce_answers: list[ProduceAnswer] = attrs.field(factory=list)
     fetch_answers: list[FetchAnswer] = attrs.field(factory=list)
+    delete_records_answers: list[DeleteRecordsAnswer] = attrs.field(factory=list)
     # partitions whose high watermark, log end or role changed: purgatory checks
     touched: set[PartitionKey] = attrs.field(factory=set)
     high_watermarks_moved: set[PartitionKey] = attrs.field(factory=set)
@@ -88,3 +106,15 @@ class Outbox:
     def moved(self, key: PartitionKey) -> None:
         self.touched.add(key)
         self.high_watermarks_moved.add(key)
+
+
+T = TypeVar("T")
+
+
+def by_topic(answers: Iterable[tuple[str, T]]) -> dict[str, tuple[T, ...]]:
+    """Per-partition answers grouped under their topic's name, in first-seen order (what every
+    response of the data plane nests: topics, then their partitions)."""
+    grouped: dict[str, list[T]] = {}
+    for topic, answer in answers:
+        grouped.setdefault(topic, []).append(answer)
+    return {topic: tuple(parts) for topic, parts in grouped.items()}

@@ -111,7 +111,7 @@ class Partition:
         self.leader_epoch = -1
         self.partition_epoch = -1
         self.replicas: tuple[int, ...] = ()
-        self.isr_state: IsrState = CommittedIsr(frozenset())
+        self.isr_state: IsrState = isr_rules.NO_ISR
         # where this broker's current leader epoch starts (None: not leading)
         self.epoch_start_offset: int | None = None
         self.followers: dict[int, ReplicaState] = {}
@@ -150,6 +150,15 @@ class Partition:
     @property
     def is_under_min_isr(self) -> bool:
         return self.is_leader and len(self.isr_state.isr) < self.effective_min_isr
+
+    def low_watermark(self) -> int:
+        """The smallest log start offset among this leader and its followers on live
+        brokers, as their fetches reported them (Kafka's lowWatermarkIfLeader)."""
+        low = self.log_start_offset
+        for replica, state in self.followers.items():
+            if state.log_start_offset < low and self._eligible(replica):
+                low = state.log_start_offset
+        return low
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         """Where ``epoch`` ends in this log, as the leader answers DivergingEpoch."""
@@ -208,7 +217,7 @@ class Partition:
         self.epoch_start_offset = None
         self.replicas = assignment.replicas
         self.followers = {}
-        self.isr_state = CommittedIsr(frozenset())
+        self.isr_state = isr_rules.NO_ISR
 
     # -- the high watermark -------------------------------------------------------------
 

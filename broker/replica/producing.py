@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable
 import attrs
 
 from broker.replica.append import ACKS_ALL, AppendResult, append_to_leader
-from broker.replica.output import Outbox, ProduceAnswer
+from broker.replica.output import Outbox, ProduceAnswer, by_topic
 from broker.replica.partition import Partition
 from broker.replica.purgatory import Purgatory
 from broker.replica_manager import PartitionKey
@@ -61,28 +61,20 @@ class DelayedProduce:
 
 
 def _answer(handle: Hashable, statuses: list[_Status]) -> ProduceAnswer:
-    topics: dict[str, list[ProduceResponsePartition]] = {}
-    for status in statuses:
-        result = status.result
-        topics.setdefault(status.topic, []).append(
-            ProduceResponsePartition(
-                index=status.index,
-                error_code=result.error,
-                base_offset=result.base_offset,
-                log_append_time_ms=result.log_append_time_ms,
-                log_start_offset=result.log_start_offset,
-                error_message=result.error_message,
-            )
-        )
-    return ProduceAnswer(
-        handle,
-        ProduceResponse(
-            responses=tuple(
-                ProduceResponseTopic(name=name, partition_responses=tuple(parts))
-                for name, parts in topics.items()
-            )
-        ),
+    topics = by_topic(
+        (status.topic, ProduceResponsePartition(
+            index=status.index,
+            error_code=status.result.error,
+            base_offset=status.result.base_offset,
+            log_append_time_ms=status.result.log_append_time_ms,
+            log_start_offset=status.result.log_start_offset,
+            error_message=status.result.error_message,
+        ))
+        for status in statuses
     )
+    return ProduceAnswer(handle, ProduceResponse(responses=tuple(
+        ProduceResponseTopic(name=name, partition_responses=parts) for name, parts in topics.items()
+    )))
 
 
 class Producing:

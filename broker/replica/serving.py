@@ -248,6 +248,8 @@ class Serving:
                 max_bytes=max_bytes,
                 min_one=min_one,
             )
+        state = partition.followers.get(op.replica_id)
+        reported_start = None if state is None else state.log_start_offset
         read, effects = read_for_follower(
             partition,
             op.replica_id,
@@ -262,8 +264,13 @@ class Serving:
         )
         if effects.high_watermark_moved:
             outbox.moved(partition.key)
-        elif first_time and read.log_end_offset != data.fetch_offset:
-            outbox.touched.add(partition.key)  # a follower behind: the ISR check watches it
+        elif first_time and (
+            read.log_end_offset != data.fetch_offset
+            or (reported_start is not None and 0 <= reported_start != data.log_start_offset)
+        ):
+            # a follower behind (the ISR check watches it) or that moved its log start (a
+            # DeleteRecords may wait for it)
+            outbox.touched.add(partition.key)
         if effects.isr_change is not None:
             outbox.isr_changes.append((partition.key, effects.isr_change))
         return read

@@ -38,6 +38,7 @@ from broker.replica.fetch_session import (
     TopicPartitionName,
     next_epoch,
 )
+from broker.replica.output import by_topic
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     FetchRequest,
@@ -182,11 +183,9 @@ class FetchContext:
 def _topics(
     answers: list[tuple[TopicPartitionName, FetchResponsePartition]],
 ) -> tuple[FetchResponseTopic, ...]:
-    grouped: dict[str, list[FetchResponsePartition]] = {}
-    for (topic, _), answer in answers:
-        grouped.setdefault(topic, []).append(answer)
+    grouped = by_topic((topic, answer) for (topic, _), answer in answers)
     return tuple(
-        FetchResponseTopic(topic=topic, partitions=tuple(parts)) for topic, parts in grouped.items()
+        FetchResponseTopic(topic=topic, partitions=parts) for topic, parts in grouped.items()
     )
 
 

@@ -166,12 +166,15 @@ def test_goals_say_how_far_each_figure_is_and_which_way_is_better() -> None:
 def test_rss_per_replica_is_the_growth_over_the_replicas_hosted() -> None:
     figures = RssFigures(partitions=10, replication_factor=3, before={4: 1000, 5: 2000},
                          after={4: 11_000, 5: 2000}, hosted={4: 10, 5: 10},
-                         seconds_to_create=1.0, seconds_until_hosted=2.0)
+                         seconds_to_create=1.0, seconds_until_hosted=2.0,
+                         idle_cpu={4: 0.0125})
 
     assert figures.per_replica_bytes() == {4: 1000.0, 5: 0.0}
     lines: list[str] = []
     rss_report(figures, lines.append)
-    assert "| 4 | 10 | 0.0 | 0.0 | 1,000 |" in lines
+    # idle CPU as a percentage of one core; a broker not measured shows a dash
+    assert "| 4 | 10 | 0.0 | 0.0 | 1,000 | 1.2 |" in lines
+    assert "| 5 | 10 | 0.0 | 0.0 | 0 | - |" in lines
 
 
 # -- report ---------------------------------------------------------------------------------

@@ -42,11 +42,13 @@ class Link:
     parked: tuple[int, FetchRequest] | None = None
     outgoing: list[tuple[int, FetchRequest]] = attrs.field(factory=list)
     answered: list[int] = attrs.field(factory=list)  # partitions per answer
+    deleted: list[object] = attrs.field(factory=list)  # DeleteRecords answers the leader gave
 
     def _sent(self, output: ReplicaOutput) -> None:
         self.outgoing += [(f.request_id, f.request) for f in output.fetches]
 
     def _back(self, request_id: int, output: ReplicaOutput) -> None:
+        self.deleted += [a.response for a in output.delete_records_answers]
         for answer in output.fetch_answers:
             assert answer.handle == request_id
             self.answered.append(sum(len(t.partitions) for t in answer.response.responses))
@@ -71,6 +73,8 @@ class Link:
         output = self.leader.poll(self.now_ms)
         if parked is not None:
             self._back(parked[0], output)
+        else:
+            self.deleted += [a.response for a in output.delete_records_answers]
 
     def settle(self) -> None:
         """Round trips until the follower's fetch parks with nothing to read."""

@@ -75,3 +75,12 @@ def test_expiry_hands_back_exactly_the_uncompleted_operations_due(
     assert sorted(purgatory.expire(now_ms)) == expected
     left = [d for n, (d, done) in enumerate(ops) if not done and d > now_ms]
     assert purgatory.next_deadline_ms() == (min(left) if left else None)
+
+
+def test_partitions_with_the_same_committed_isr_share_one_state() -> None:
+    first = isr.after_new_assignment((1, 2, 3))
+    assert isr.after_new_assignment((1, 2, 3)) is first
+    pending = isr.prepare_shrink(first, frozenset({3}), leader_epoch=1, partition_epoch=1)
+    accepted = isr.after_alter_partition_accepted(pending, (1, 2))
+    assert accepted is isr.after_new_assignment((1, 2))
+    assert accepted.isr == frozenset({1, 2}) and first.isr == frozenset({1, 2, 3})
