@@ -101,6 +101,8 @@ class Outbox:
     # partitions whose high watermark, log end or role changed: purgatory checks
     touched: set[PartitionKey] = attrs.field(factory=set)
     high_watermarks_moved: set[PartitionKey] = attrs.field(factory=set)
+    # led partitions with a follower found behind: the ISR check watches them
+    lagging: set[PartitionKey] = attrs.field(factory=set)
     isr_changes: list[tuple[PartitionKey, IsrChange]] = attrs.field(factory=list)
 
     def moved(self, key: PartitionKey) -> None:

@@ -264,13 +264,11 @@ class Serving:
         )
         if effects.high_watermark_moved:
             outbox.moved(partition.key)
-        elif first_time and (
-            read.log_end_offset != data.fetch_offset
-            or (reported_start is not None and 0 <= reported_start != data.log_start_offset)
-        ):
-            # a follower behind (the ISR check watches it) or that moved its log start (a
-            # DeleteRecords may wait for it)
-            outbox.touched.add(partition.key)
+        elif first_time:
+            if read.log_end_offset != data.fetch_offset:
+                outbox.lagging.add(partition.key)  # a follower behind: the ISR check watches it
+            if reported_start is not None and 0 <= reported_start != data.log_start_offset:
+                outbox.touched.add(partition.key)  # a DeleteRecords may wait for its log start
         if effects.isr_change is not None:
             outbox.isr_changes.append((partition.key, effects.isr_change))
         return read
