@@ -76,8 +76,12 @@ class FetchSessionHandler:
         self._session: dict[TopicPartitionName, FetchRequestPartition] = {}
         # what the next request should ask for (the partitions ready to fetch)
         self._wanted: dict[TopicPartitionName, FetchRequestPartition] = {}
-        # names whose wanted data may differ from the session's (in the order they changed)
+        # names in the session whose wanted data may differ from the session's (changed or
+        # dropped), and names wanted but not in the session yet (joining), each in the order
+        # they came: a request looks at the first and at most its room of the second, so a
+        # session filling 500 at a time does not walk 60,000 waiting names per request
         self._pending: dict[TopicPartitionName, None] = {}
+        self._joining: dict[TopicPartitionName, None] = {}
         # at most this many partitions join the session per request (None: all at once), so
         # the leader reads and the follower applies a bounded number per step; the others
         # join in the next requests
@@ -101,39 +105,45 @@ class FetchSessionHandler:
     def want(self, name: TopicPartitionName, data: FetchRequestPartition) -> None:
         """Fetch ``name`` with ``data`` from the next request on (added or changed)."""
         self._wanted[name] = data
-        self._pending[name] = None
+        if name in self._session:
+            self._pending[name] = None
+        else:
+            self._joining[name] = None
 
     def drop(self, name: TopicPartitionName) -> None:
         """Stop fetching ``name`` (removed, or backing off): forgotten by the next request."""
-        if self._wanted.pop(name, None) is not None or name in self._session:
+        self._wanted.pop(name, None)
+        self._joining.pop(name, None)
+        if name in self._session:
             self._pending[name] = None
 
     def build(self) -> SessionRequest:
         """The next request, updating the session to it."""
         if self.is_full_next:
             return self._build_full()
-        room = len(self._pending) if self._max_new is None else self._max_new
+        session, wanted = self._session, self._wanted
         changed: dict[TopicPartitionName, FetchRequestPartition] = {}
         forgotten = []
-        waiting: dict[TopicPartitionName, None] = {}
         for name in self._pending:
-            data = self._wanted.get(name)
-            before = self._session.get(name)
+            data = wanted.get(name)
+            before = session.get(name)
             if data is None:
                 if before is not None:
-                    del self._session[name]
+                    del session[name]
                     forgotten.append(name)
-                continue
-            if before is None:
-                if room <= 0:
-                    waiting[name] = None  # joins in a later request
-                    continue
-                room -= 1
-            elif before == data:
-                continue
-            self._session[name] = data
-            changed[name] = data
-        self._pending = waiting
+            elif before != data:
+                session[name] = data
+                changed[name] = data
+        self._pending = {}
+        joining = self._joining
+        room = len(joining) if self._max_new is None else self._max_new
+        newcomers = list(itertools.islice(joining, room))
+        for name in newcomers:
+            del joining[name]
+            data = wanted.get(name)
+            if data is not None and name not in session:
+                session[name] = data
+                changed[name] = data
         return SessionRequest(
             session_id=self.session_id,
             session_epoch=self.epoch,
@@ -148,7 +158,8 @@ class FetchSessionHandler:
             room = min(room, self._max_new)
         self._session = dict(itertools.islice(self._wanted.items(), room))
         # the rest join the session in the next requests
-        self._pending = dict.fromkeys(n for n in self._wanted if n not in self._session)
+        self._pending = {}
+        self._joining = dict.fromkeys(n for n in self._wanted if n not in self._session)
         return SessionRequest(
             session_id=self.session_id,
             session_epoch=self.epoch,

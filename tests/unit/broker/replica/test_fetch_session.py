@@ -89,3 +89,20 @@ def test_without_a_bound_the_first_request_names_every_partition() -> None:
     want_all(handler, wanted(5))
     first = handler.build()
     assert first.full and len(first.partitions) == 5
+
+
+def test_a_partition_dropped_or_changed_while_waiting_to_join_joins_as_it_is_then() -> None:
+    handler = FetchSessionHandler(max_new_partitions=2)
+    want_all(handler, wanted(5))
+    assert handler.handle_response(answer(list(handler.build().partitions), session_id=7))
+    handler.drop(("t", 3))  # never joined: nothing to forget
+    handler.want(("t", 4), FetchRequestPartition(partition=4, fetch_offset=8))
+    second = handler.build()
+    assert second.forgotten == ()
+    assert second.partitions == {
+        ("t", 2): FetchRequestPartition(partition=2, fetch_offset=0),
+        ("t", 4): FetchRequestPartition(partition=4, fetch_offset=8),
+    }
+    assert handler.handle_response(answer([], session_id=7))
+    assert handler.build().partitions == {}
+    assert sorted(handler.session_partitions) == [("t", 0), ("t", 1), ("t", 2), ("t", 4)]
