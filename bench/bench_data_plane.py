@@ -59,10 +59,10 @@ from bench.dataplane_lineup import (
     produce_phase,
 )
 from bench.dataplane_report import report, rss_report
-from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures, percentile
+from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures
 from bench.nats_lineup import NatsWorkload, PhasePlan, PhaseResult
 from bench.nats_peer import run_nats_peer
-from bench.nats_phases import cpu_seconds, run_phase
+from bench.nats_phases import cpu_seconds, latency_figures, run_phase, throughput_figures
 from bench.profile_summary import summarize
 from bench.scale_phases import create_one_topic
 from bench.scale_probes import rss_bytes
@@ -119,26 +119,19 @@ class _Run:
     def produce(self, acks: str) -> ThroughputFigures:
         result = self.phase(produce_phase(self.workload, acks, self.bootstrap, TOPIC),
                             f"produce acks={acks}")
-        return _throughput(result)
+        return throughput_figures(result)
 
     def latency(self, acks: str) -> LatencyFigures:
         result = self.phase(latency_phase(self.workload, acks, self.bootstrap, TOPIC),
                             f"latency acks={acks}")
-        (load,) = result.loads
-        return LatencyFigures(
-            messages=load.messages,
-            ack_p50_ms=1000 * percentile(load.ack_s, 0.5),
-            ack_p99_ms=1000 * percentile(load.ack_s, 0.99),
-            delivery_p50_ms=1000 * percentile(load.delivery_s, 0.5),
-            delivery_p99_ms=1000 * percentile(load.delivery_s, 0.99),
-            cpu_percent=result.cpu_percent(), machine_busy_percent=result.machine_busy_percent)
+        return latency_figures(result)
 
     def consume(self) -> ThroughputFigures:
         ends = end_offsets(self.bootstrap, self.workload.partitions)
         result = self.phase(consume_phase(self.workload, ends, self.bootstrap, TOPIC), "consume")
         if result.messages != sum(ends.values()):
             raise RuntimeError(f"consumed {result.messages} of {sum(ends.values())} records")
-        return _throughput(result)
+        return throughput_figures(result)
 
 
 def _stop_sampler(sampler: subprocess.Popen[bytes]) -> None:
@@ -149,13 +142,6 @@ def _stop_sampler(sampler: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         sampler.kill()
         sampler.wait()
-
-
-def _throughput(result: PhaseResult) -> ThroughputFigures:
-    return ThroughputFigures(processes=len(result.loads), window=0, messages=result.messages,
-                             seconds=result.seconds, mb_per_s=result.mb_per_s,
-                             cpu_percent=result.cpu_percent(),
-                             machine_busy_percent=result.machine_busy_percent)
 
 
 def end_offsets(bootstrap: str, partitions: int) -> dict[int, int]:

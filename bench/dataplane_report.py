@@ -10,7 +10,6 @@ the brokers, the load or something else was the limit.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 
@@ -26,6 +25,7 @@ from bench.dataplane_figures import (
     ratios,
 )
 from bench.nats_figures import median_headline
+from bench.nats_report import Phase, cpu_table
 
 __all__ = ["cell", "cpu_rows", "figure_rows", "report", "rss_report"]
 
@@ -82,7 +82,7 @@ def goal_rows(runs: Sequence[DataPlaneRun]) -> list[str]:
     return lines
 
 
-def _phases(run: DataPlaneRun) -> list[tuple[str, Mapping[str, float], float]]:
+def _phases(run: DataPlaneRun) -> list[Phase]:
     phases = [(f"produce acks={a}", f.cpu_percent, f.machine_busy_percent)
               for a, f in run.produce.items()]
     phases += [(f"latency acks={a}", f.cpu_percent, f.machine_busy_percent)
@@ -97,20 +97,8 @@ def _column_order(name: str) -> tuple[int, str]:
 
 
 def cpu_rows(runs: Sequence[DataPlaneRun]) -> list[str]:
-    cores = os.cpu_count() or 1
-    columns = sorted({n for r in runs for _, cpu, _ in _phases(r) for n in cpu}, key=_column_order)
-    lines = [f"| phase | {' | '.join(columns)} | all of these | whole machine ({cores} cores) |",
-             "| --- " * (len(columns) + 3) + "|"]
-    for index, (label, _, _) in enumerate(_phases(runs[0])):
-        phases = [_phases(r)[index] for r in runs]
-        cells = []
-        for name in columns:
-            values = [cpu[name] for _, cpu, _ in phases if name in cpu]
-            cells.append(f"{statistics.median(values):.0f}" if values else "")
-        ours = statistics.median(sum(cpu.values()) for _, cpu, _ in phases)
-        machine = statistics.median(cores * busy for _, _, busy in phases)
-        lines.append(f"| {label} | {' | '.join(cells)} | {ours:.0f} | {machine:.0f} |")
-    return lines
+    return cpu_table([_phases(r) for r in runs], column_key=_column_order,
+                     total_label="all of these")
 
 
 def report(runs: Sequence[DataPlaneRun], header: str, settings: Mapping[str, str],

@@ -36,7 +36,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Final
@@ -47,7 +47,6 @@ from bench.nats_figures import (
     NatsFigures,
     ThroughputFigures,
     median_headline,
-    percentile,
 )
 from bench.nats_lineup import (
     ConnectTo,
@@ -59,7 +58,7 @@ from bench.nats_lineup import (
     publish_phase,
     stream_roles,
 )
-from bench.nats_phases import run_phase
+from bench.nats_phases import latency_figures, run_phase, throughput_figures
 from bench.nats_report import report
 from bench.nats_server import find_nats_server
 from bench.nats_stream import REPLICAS, StreamState, create_stream, stream_state
@@ -81,25 +80,6 @@ DURABILITY: Final = ("JetStream file store at the server's defaults: no fsync be
 _NODES: Final = 3
 
 
-def _throughput(phase: PhaseResult, window: int, roles: Mapping[str, str]) -> ThroughputFigures:
-    cpu = {roles.get(name, name): share for name, share in phase.cpu_percent().items()}
-    return ThroughputFigures(processes=len(phase.loads), window=window, messages=phase.messages,
-                             seconds=phase.seconds, mb_per_s=phase.mb_per_s, cpu_percent=cpu,
-                             machine_busy_percent=phase.machine_busy_percent)
-
-
-def _latency(phase: PhaseResult, roles: Mapping[str, str]) -> LatencyFigures:
-    (load,) = phase.loads
-    return LatencyFigures(
-        messages=load.messages,
-        ack_p50_ms=1000 * percentile(load.ack_s, 0.5),
-        ack_p99_ms=1000 * percentile(load.ack_s, 0.99),
-        delivery_p50_ms=1000 * percentile(load.delivery_s, 0.5),
-        delivery_p99_ms=1000 * percentile(load.delivery_s, 0.99),
-        cpu_percent={roles.get(k, k): v for k, v in phase.cpu_percent().items()},
-        machine_busy_percent=phase.machine_busy_percent)
-
-
 class _Run:
     """One run's cluster and stream leader: runs each phase of the line-up against them."""
 
@@ -116,11 +96,11 @@ class _Run:
 
     def publish(self, window: int) -> ThroughputFigures:
         plan = publish_phase(self.workload, window, self.leader_url, self.cluster.client_urls)
-        return _throughput(self.phase(plan), window, self.roles)
+        return throughput_figures(self.phase(plan), window, self.roles)
 
     def latency(self) -> LatencyFigures:
         plan = latency_phase(self.workload, self.leader_url, self.cluster.client_urls)
-        return _latency(self.phase(plan), self.roles)
+        return latency_figures(self.phase(plan), self.roles)
 
     def consume(self) -> ThroughputFigures:
         state = stream_state(self.leader_url)
@@ -130,7 +110,7 @@ class _Run:
         if phase.messages != state.messages:
             raise RuntimeError(f"consumed {phase.messages} messages of the stream's "
                                f"{state.messages}")
-        return _throughput(phase, 0, self.roles)
+        return throughput_figures(phase, 0, self.roles)
 
 
 def run_nats_peer(workload: NatsWorkload) -> NatsFigures:

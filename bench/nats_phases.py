@@ -28,10 +28,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Final
 
+from bench.nats_figures import LatencyFigures, ThroughputFigures, percentile
 from bench.nats_lineup import LoadReport, PhasePlan, PhaseResult
 from quorum.node.lifeline import arm_parent_death_signal
 
-__all__ = ["LoadFailed", "cpu_seconds", "machine_busy_s", "run_phase"]
+__all__ = [
+    "LoadFailed",
+    "cpu_seconds",
+    "latency_figures",
+    "machine_busy_s",
+    "run_phase",
+    "throughput_figures",
+]
 
 # the directory holding the bench package, for the load processes' PYTHONPATH
 _PROJECT_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -171,3 +179,30 @@ def run_phase(plan: PhasePlan, *, server_pids: Mapping[str, int], log_dir: Path,
     return PhaseResult(loads=tuple(reports), wall_s=wall_s, server_cpu_s=server_cpu,
                        machine_busy_percent=busy)
 
+
+def _cpu(phase: PhaseResult, roles: Mapping[str, str] | None) -> dict[str, float]:
+    """Each process's CPU share, under its role's name where ``roles`` gives one."""
+    return {(roles or {}).get(name, name): share for name, share in phase.cpu_percent().items()}
+
+
+def throughput_figures(
+    phase: PhaseResult, window: int = 0, roles: Mapping[str, str] | None = None
+) -> ThroughputFigures:
+    """What a produce or consume phase measured (both benches' peers report the same)."""
+    return ThroughputFigures(processes=len(phase.loads), window=window, messages=phase.messages,
+                             seconds=phase.seconds, mb_per_s=phase.mb_per_s,
+                             cpu_percent=_cpu(phase, roles),
+                             machine_busy_percent=phase.machine_busy_percent)
+
+
+def latency_figures(phase: PhaseResult, roles: Mapping[str, str] | None = None) -> LatencyFigures:
+    """What a one-record-at-a-time phase measured: its one load's percentiles."""
+    (load,) = phase.loads
+    return LatencyFigures(
+        messages=load.messages,
+        ack_p50_ms=1000 * percentile(load.ack_s, 0.5),
+        ack_p99_ms=1000 * percentile(load.ack_s, 0.99),
+        delivery_p50_ms=1000 * percentile(load.delivery_s, 0.5),
+        delivery_p99_ms=1000 * percentile(load.delivery_s, 0.99),
+        cpu_percent=_cpu(phase, roles),
+        machine_busy_percent=phase.machine_busy_percent)

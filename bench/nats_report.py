@@ -12,7 +12,7 @@ import json
 import os
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 import cattrs
 
@@ -54,7 +54,11 @@ def _rows(first: NatsFigures) -> list[tuple[str, str, int]]:
     return rows
 
 
-def _phases(figures: NatsFigures) -> list[tuple[str, Mapping[str, float], float]]:
+# a phase as the CPU table sees it: its label, CPU per process (% of a core), machine busy
+Phase = tuple[str, Mapping[str, float], float]
+
+
+def _phases(figures: NatsFigures) -> list[Phase]:
     """Each phase's label, CPU per process and machine busy share."""
     latency = figures.latency
     return [*((f"publish, window {p.window}", p.cpu_percent, p.machine_busy_percent)
@@ -63,14 +67,18 @@ def _phases(figures: NatsFigures) -> list[tuple[str, Mapping[str, float], float]
             ("consume", figures.consume.cpu_percent, figures.consume.machine_busy_percent)]
 
 
-def _cpu_table(runs: Sequence[NatsFigures]) -> list[str]:
+def cpu_table(
+    runs: Sequence[Sequence[Phase]], *, column_key: Callable[[str], Any], total_label: str
+) -> list[str]:
+    """The markdown table of CPU per process and phase, median over runs (each run lists the
+    same phases in the same order); one column per process, ordered by ``column_key``."""
     cores = os.cpu_count() or 1
-    columns = sorted({name for r in runs for _, cpu, _ in _phases(r) for name in cpu},
-                     key=lambda n: (not n.startswith("load"), n != "leader", n))
-    lines = [f"| phase | {' | '.join(columns)} | this bench | whole machine ({cores} cores) |",
+    columns = sorted({name for phases in runs for _, cpu, _ in phases for name in cpu},
+                     key=column_key)
+    lines = [f"| phase | {' | '.join(columns)} | {total_label} | whole machine ({cores} cores) |",
              "| --- " * (len(columns) + 3) + "|"]
-    for index, (label, _, _) in enumerate(_phases(runs[0])):
-        phases = [_phases(r)[index] for r in runs]
+    for index, (label, _, _) in enumerate(runs[0]):
+        phases = [run[index] for run in runs]
         cells = []
         for name in columns:
             values = [cpu[name] for _, cpu, _ in phases if name in cpu]
@@ -79,6 +87,11 @@ def _cpu_table(runs: Sequence[NatsFigures]) -> list[str]:
         machine = statistics.median(cores * busy for _, _, busy in phases)
         lines.append(f"| {label} | {' | '.join(cells)} | {ours:.0f} | {machine:.0f} |")
     return lines
+
+
+def _cpu_table(runs: Sequence[NatsFigures]) -> list[str]:
+    return cpu_table([_phases(r) for r in runs], total_label="this bench",
+                     column_key=lambda n: (not n.startswith("load"), n != "leader", n))
 
 
 def report(runs: Sequence[NatsFigures], out: Callable[[str], None] = print) -> None:

@@ -393,7 +393,8 @@ class ReplicaCore:
                 partition.abandon_isr_change()
         # set order, not sorted: sorting 100,000 keys per step cost more than the step
         watch = self._isr_watch
-        watch.update(dict.fromkeys(outbox.lagging))
+        if outbox.lagging:
+            watch.update(dict.fromkeys(outbox.lagging))
         for key in outbox.touched:
             watch[key] = None  # the ISR check drops it if it is not led or all in sync
             self.producing.check(key, outbox)

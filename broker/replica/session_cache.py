@@ -85,17 +85,21 @@ class _CachedPartition:
 @attrs.define
 class FetchSession:
     session_id: int
-    privileged: bool  # a follower's
     partitions: dict[TopicPartitionName, _CachedPartition]
     epoch: int
     last_used_ms: int
-    # a follower's session (``Serving``): the fetching replica; the partitions to read at
-    # its next fetch (they changed here since last read, or the follower is not caught up
-    # or not in the ISR), in the order they became so; every other partition of the
-    # session is idle and caught up as of ``last_fetch_ms``, its last fetch
+    # the fetching replica (-1: a consumer). A follower's session (``Serving``) also keeps
+    # the partitions to read at its next fetch (they changed here since last read, or the
+    # follower is not caught up or not in the ISR), in the order they became so; every
+    # other partition of the session is idle and caught up as of ``last_fetch_ms``
     replica_id: int = -1
     dirty: dict[TopicPartitionName, None] = attrs.field(factory=dict)
     last_fetch_ms: int = -1
+
+    @property
+    def privileged(self) -> bool:
+        """A follower's session (it may take a consumer's slot)."""
+        return self.replica_id >= 0
 
 
 def _requested(request: FetchRequest) -> dict[TopicPartitionName, FetchRequestPartition]:
@@ -117,7 +121,6 @@ class FetchContext:
     joined: int = 0
     error: Errors = Errors.NONE
     session: FetchSession | None = None
-    is_follower: bool = False
     replica_id: int = -1
     arrived_ms: int = -1
     _cache: FetchSessionCache | None = None
@@ -150,8 +153,7 @@ class FetchContext:
                 for name, data in self.partitions
             }
             session_id = self._cache.maybe_create(
-                cached, self.is_follower, now_ms,
-                replica_id=self.replica_id, fetched_ms=self.arrived_ms,
+                cached, now_ms, replica_id=self.replica_id, fetched_ms=self.arrived_ms
             )
             self.session = self._cache.session(session_id)
         return FetchResponse(
@@ -206,7 +208,6 @@ class FetchSessionCache:
     def new_context(
         self, request: FetchRequest, *, replica_id: int, now_ms: int
     ) -> FetchContext:
-        is_follower = replica_id >= 0
         epoch = request.session_epoch
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             self._remove(request.session_id)
@@ -216,8 +217,7 @@ class FetchSessionCache:
                 kind=kind,
                 requested=list(requested.items()),
                 # a follower's new session is answered at once, as joins are
-                joined=len(requested) if kind is ContextKind.FULL and is_follower else 0,
-                is_follower=is_follower,
+                joined=len(requested) if kind is ContextKind.FULL and replica_id >= 0 else 0,
                 replica_id=replica_id,
                 arrived_ms=now_ms,
                 cache=self,
@@ -246,7 +246,7 @@ class FetchSessionCache:
         if not session.partitions:
             self._remove(session.session_id)
             return FetchContext(kind=ContextKind.SESSIONLESS, requested=[],
-                                is_follower=is_follower, replica_id=replica_id,
+                                replica_id=replica_id,
                                 arrived_ms=now_ms)
         session.epoch = next_epoch(session.epoch)
         session.last_used_ms = now_ms
@@ -256,7 +256,6 @@ class FetchSessionCache:
             listed=frozenset(requested),
             joined=joined,
             session=session,
-            is_follower=is_follower,
             replica_id=replica_id,
             arrived_ms=now_ms,
         )
@@ -271,7 +270,6 @@ class FetchSessionCache:
     def maybe_create(
         self,
         partitions: dict[TopicPartitionName, _CachedPartition],
-        privileged: bool,
         now_ms: int,
         *,
         replica_id: int = -1,
@@ -280,6 +278,7 @@ class FetchSessionCache:
         """A new session's id, or 0 when there is no room (the fetcher stays on full requests)."""
         if self._max_slots <= 0 or not partitions:
             return INVALID_SESSION_ID
+        privileged = replica_id >= 0
         if len(self._sessions) >= self._max_slots and not self._evict_one(privileged, now_ms):
             return INVALID_SESSION_ID
         session_id = INVALID_SESSION_ID
@@ -287,7 +286,6 @@ class FetchSessionCache:
             session_id = self._rng.randint(1, 2**31 - 1)
         session = self._sessions[session_id] = FetchSession(
             session_id=session_id,
-            privileged=privileged,
             partitions=partitions,
             epoch=1,
             last_used_ms=now_ms,

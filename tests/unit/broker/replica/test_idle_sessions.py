@@ -17,6 +17,7 @@ from broker.replica.partition import Partition
 from broker.replica_manager import assignment_changes
 from quorum.controller.image import EMPTY_IMAGE
 from quorum.wire.messages import (
+    DeleteRecordsResponse,
     FetchRequest,
     ProduceRequest,
     ProduceRequestPartition,
@@ -42,7 +43,7 @@ class Link:
     parked: tuple[int, FetchRequest] | None = None
     outgoing: list[tuple[int, FetchRequest]] = attrs.field(factory=list)
     answered: list[int] = attrs.field(factory=list)  # partitions per answer
-    deleted: list[object] = attrs.field(factory=list)  # DeleteRecords answers the leader gave
+    deleted: list[DeleteRecordsResponse] = attrs.field(factory=list)  # the leader's DeleteRecords answers
 
     def _sent(self, output: ReplicaOutput) -> None:
         self.outgoing += [(f.request_id, f.request) for f in output.fetches]
