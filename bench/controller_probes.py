@@ -34,8 +34,7 @@ from deploy import LaunchError, LocalCluster
 from deploy.probes import request_at
 from quorum.client import ClientError
 from quorum.config.values import HostPort
-from quorum.controller_client import ControllerChannel, ControllerUnavailableError
-from quorum.quorum_admin import AdminSettings
+from quorum.controller_client import AdminSettings, ControllerChannel, ControllerUnavailableError
 from quorum.storage import METADATA_PARTITION_DIR
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (

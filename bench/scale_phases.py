@@ -36,8 +36,7 @@ from bench.scale_probes import (
 from bench.sim_brokers import SimulatedBrokers
 from deploy import LocalCluster
 from quorum.config.values import HostPort
-from quorum.controller_client import ControllerChannel
-from quorum.quorum_admin import AdminSettings
+from quorum.controller_client import AdminSettings, ControllerChannel
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import CreateTopicsRequest, CreateTopicsRequestTopic
 

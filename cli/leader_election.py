@@ -3,8 +3,10 @@
 ``--election-type PREFERRED|UNCLEAN`` with exactly one of
 ``--all-topic-partitions``, ``--topic T --partition N`` or
 ``--path-to-json-file F`` (``{"partitions":[{"topic":"foo","partition":1}]}``),
-sent as ElectLeaders to the active controller (``--bootstrap-controller``;
-Kafka's tool goes through ``--bootstrap-server``). Kafka's option checks and
+sent as ElectLeaders by the client library's ``Admin`` through brokers
+(``--bootstrap-server``, as Kafka's tool) or straight to the active controller
+(``--bootstrap-controller``); ``--admin.config`` gives the admin client's
+settings. Kafka's option checks and
 output lines; a partition that could not be elected makes the command exit 1.
 With ``--all-topic-partitions`` the controller leaves out the partitions that
 need no election, so nothing may be printed, as with Kafka.
@@ -18,18 +20,12 @@ from typing import Any, Final
 
 import attrs
 import click
-import trio
 
+from broker.client import Admin, ElectionType, KafkaError
+from cli.admin_target import admin_config, client_partition, image_partition, run_admin
 from cli.console import fail
-from cli.metadata_quorum import _bootstrap
-from quorum.controller.image import TopicPartition, partitions_by_topic
-from quorum.controller_client import ControllerChannel, ControllerUnavailableError
+from quorum.controller.image import TopicPartition
 from quorum.wire.error_codes import Errors
-from quorum.wire.messages import (
-    ElectLeadersRequest,
-    ElectLeadersRequestTopicPartitions,
-    ElectLeadersResponse,
-)
 
 __all__ = [
     "ELECTION_TYPES",
@@ -37,14 +33,11 @@ __all__ = [
     "LeaderElectionError",
     "elect_leaders",
     "election_outcome",
-    "election_request",
     "leader_election",
     "parse_election_json",
 ]
 
-# Kafka's ElectionType values, as ElectLeaders carries them
-ELECTION_TYPES: Final = {"PREFERRED": 0, "UNCLEAN": 1}
-_TIMEOUT_MS: Final = 30_000
+ELECTION_TYPES: Final = {t.name: t for t in ElectionType}
 
 
 class LeaderElectionError(Exception):
@@ -89,40 +82,20 @@ def _partition(i: int, entry: Any) -> TopicPartition:
     return TopicPartition(topic, index)
 
 
-def election_request(
-    election_type: str, partitions: Sequence[TopicPartition] | None
-) -> ElectLeadersRequest:
-    """ElectLeaders for ``partitions`` (None: every partition), grouped by topic."""
-    topics = None
-    if partitions is not None:
-        topics = tuple(
-            ElectLeadersRequestTopicPartitions(topic=t, partitions=ps)
-            for t, ps in partitions_by_topic(partitions).items()
-        )
-    return ElectLeadersRequest(
-        election_type=ELECTION_TYPES[election_type], topic_partitions=topics,
-        timeout_ms=_TIMEOUT_MS,
-    )
-
-
-def election_outcome(election_type: str, response: ElectLeadersResponse) -> ElectionOutcome:
+def election_outcome(
+    election_type: str, results: dict[TopicPartition, KafkaError | None]
+) -> ElectionOutcome:
     """Kafka's lines: the elected partitions, those that needed nothing, each failure."""
-    if response.error_code != Errors.NONE:
-        raise LeaderElectionError(
-            f"Leader election failed: {Errors.from_code(response.error_code).name}"
-        )
     elected, noop, failed = [], [], []
-    for topic in response.replica_election_results:
-        for result in topic.partition_result:
-            tp = TopicPartition(topic.topic, result.partition_id)
-            if result.error_code == Errors.NONE:
-                elected.append(tp)
-            elif result.error_code == Errors.ELECTION_NOT_NEEDED:
-                noop.append(tp)
-            else:
-                error = Errors.from_code(result.error_code).name
-                reason = f"{error}: {result.error_message}" if result.error_message else error
-                failed.append((tp, reason))
+    for tp, error in results.items():
+        if error is None:
+            elected.append(tp)
+        elif error.error is Errors.ELECTION_NOT_NEEDED:
+            noop.append(tp)
+        else:
+            name = error.error.name if error.error is not None else error.name
+            reason = f"{name}: {error.server_message}" if error.server_message else name
+            failed.append((tp, reason))
     lines = []
     if elected:
         lines.append(
@@ -140,11 +113,18 @@ def election_outcome(election_type: str, response: ElectLeadersResponse) -> Elec
 
 
 async def elect_leaders(
-    channel: ControllerChannel, election_type: str,
-    partitions: Sequence[TopicPartition] | None,
+    admin: Admin, election_type: str, partitions: Sequence[TopicPartition] | None,
 ) -> ElectionOutcome:
-    response = await channel.call(election_request(election_type, partitions))
-    return election_outcome(election_type, response)
+    """ElectLeaders for ``partitions`` (None: every partition that needs one)."""
+    wanted = None if partitions is None else [client_partition(tp) for tp in partitions]
+    try:
+        results = await admin.elect_leaders(ELECTION_TYPES[election_type], wanted,
+                                            raise_on_error=False)
+    except KafkaError as exc:
+        raise LeaderElectionError(f"Leader election failed: {exc}") from None
+    return election_outcome(
+        election_type, {image_partition(tp): error for tp, error in results.items()}
+    )
 
 
 def _checked(
@@ -152,7 +132,7 @@ def _checked(
     topic: str | None, partition: int | None, json_file: str | None,
 ) -> str:
     """The election type, upper-case, once the options make sense (Kafka's checks)."""
-    missing = [name for name, value in (("bootstrap-controller", bootstrap),
+    missing = [name for name, value in (("bootstrap-server", bootstrap),
                                         ("election-type", election_type)) if not value]
     if missing:
         fail(f"Missing required option(s): {', '.join(missing)}")
@@ -183,39 +163,34 @@ def _partitions(
     return None  # --all-topic-partitions
 
 
-def _run(bootstrap: str, election_type: str,
-         partitions: tuple[TopicPartition, ...] | None) -> ElectionOutcome:
-    addresses = _bootstrap(bootstrap, "--bootstrap-controller")
-
-    async def main() -> ElectionOutcome:
-        async with ControllerChannel(addresses) as channel:
-            return await elect_leaders(channel, election_type, partitions)
-
-    try:
-        return trio.run(main)
-    except ControllerUnavailableError as exc:
-        raise LeaderElectionError(str(exc)) from None
-
-
 @click.command(name="leader-election", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--bootstrap-server", help="Broker host:port list.")
 @click.option("--bootstrap-controller", help="Controller host:port list.")
+@click.option("--admin.config", "admin_properties",
+              help="Property file containing configs to be passed to Admin Client.")
 @click.option("--election-type", help="PREFERRED or UNCLEAN.")
 @click.option("--all-topic-partitions", is_flag=True, help="Every partition that needs one.")
 @click.option("--topic", help="The topic of the one partition to elect a leader for.")
 @click.option("--partition", type=int, help="The partition (with --topic).")
 @click.option("--path-to-json-file", help='{"partitions":[{"topic":"foo","partition":1}]}')
 def leader_election(
-    bootstrap_controller: str | None, election_type: str | None, all_topic_partitions: bool,
+    bootstrap_server: str | None, bootstrap_controller: str | None,
+    admin_properties: str | None, election_type: str | None, all_topic_partitions: bool,
     topic: str | None, partition: int | None, path_to_json_file: str | None,
 ) -> None:
     """Elect partition leaders: preferred or unclean (kafka-leader-election.sh)."""
-    kind = _checked(bootstrap_controller, election_type, all_topic_partitions, topic,
-                    partition, path_to_json_file)
-    assert bootstrap_controller is not None
+    kind = _checked(bootstrap_server or bootstrap_controller, election_type,
+                    all_topic_partitions, topic, partition, path_to_json_file)
+    config = admin_config(
+        server=bootstrap_server, controller=bootstrap_controller,
+        command_config=admin_properties,
+        both="Only one of --bootstrap-server or --bootstrap-controller must be specified",
+        neither="Missing required option(s): bootstrap-server",
+    )
     try:
-        outcome = _run(bootstrap_controller, kind,
-                       _partitions(topic, partition, path_to_json_file))
-    except LeaderElectionError as exc:
+        partitions = _partitions(topic, partition, path_to_json_file)
+        outcome = run_admin(config, lambda admin: elect_leaders(admin, kind, partitions))
+    except (LeaderElectionError, KafkaError) as exc:
         fail(str(exc))
     for line in outcome.lines:
         click.echo(line)

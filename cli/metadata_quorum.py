@@ -6,85 +6,28 @@ connection goes to ``--bootstrap-controller`` addresses (controller
 listeners) or ``--bootstrap-server`` addresses (broker listeners, which
 forward DescribeQuorum to the quorum leader; a controller listener
 answers such a call with Kafka's endpoint-type error).
-``--command-config`` reads the admin client's ``default.api.timeout.ms``,
-``request.timeout.ms`` and ``retry.backoff.ms``. Not offered yet:
+Through the client library's ``Admin``; ``--command-config`` gives it
+settings (``default.api.timeout.ms``, ``request.timeout.ms``,
+``retry.backoff.ms``, ...). Not offered yet:
 ``add-controller`` and ``remove-controller`` (static quorums only).
 """
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Final
 
-import attrs
 import click
-import trio
 
+from broker.client import Admin, KafkaError
+from cli.admin_target import admin_config, run_admin
 from cli.console import fail
 from cli.quorum_render import RelativeTimeError, render_replication, render_status
-from quorum.config import ConfigError, InvalidValue, read_properties_file
-from quorum.config.values import HostPort, parse_host_ports
-from quorum.describe import DescribeQuorumError
-from quorum.quorum_admin import (
-    AdminSettings,
-    EndpointType,
-    QuorumAdminError,
-    QuorumDescription,
-    describe_metadata_quorum,
-)
+from quorum.describe import DescribeQuorumError, QuorumInfo
 
 __all__ = ["metadata_quorum"]
 
 _PROG: Final = "kraft metadata-quorum"
-# admin client setting -> AdminSettings field
-_ADMIN_SETTINGS: Final = {
-    "default.api.timeout.ms": "api_timeout_ms",
-    "request.timeout.ms": "request_timeout_ms",
-    "retry.backoff.ms": "retry_backoff_ms",
-}
-
-
-@attrs.frozen
-class _Target:
-    bootstrap: tuple[HostPort, ...]
-    endpoint_type: EndpointType
-    settings: AdminSettings
-
-
-def _bootstrap(text: str, key: str) -> tuple[HostPort, ...]:
-    # as Kafka's client: blank entries are skipped, any other bad one is fatal
-    addresses: list[HostPort] = []
-    for entry in (e.strip() for e in text.split(",")):
-        if not entry:
-            continue
-        try:
-            addresses += parse_host_ports(entry)
-        except InvalidValue:
-            fail(f"Invalid url in {key}: {entry}")
-    if not addresses:
-        fail(f"No resolvable bootstrap urls given in {key}")
-    return tuple(addresses)
-
-
-def _admin_settings(path: str | None) -> AdminSettings:
-    if path is None:
-        return AdminSettings()
-    if not Path(path).exists():
-        fail(f"Properties file {path} does not exists!")  # sic, Kafka's text
-    try:
-        properties = read_properties_file(path)
-    except (ConfigError, OSError) as exc:
-        fail(str(exc))
-    values: dict[str, int] = {}
-    for key, name in _ADMIN_SETTINGS.items():
-        if key not in properties:
-            continue
-        try:
-            values[name] = int(properties[key])
-        except ValueError:
-            fail(f"Invalid value {properties[key]} for configuration {key}: Not a number of type INT")
-    return AdminSettings(**values)
 
 
 @click.group(name="metadata-quorum")
@@ -104,33 +47,24 @@ def metadata_quorum(
     command_config: str | None,
 ) -> None:
     """Describe the KRaft metadata quorum (kafka-metadata-quorum)."""
-    if bootstrap_server is not None and bootstrap_controller is not None:
-        fail(f"{_PROG}: error: argument --bootstrap-controller: not allowed with argument "
-             "--bootstrap-server")
-    if bootstrap_server is None and bootstrap_controller is None:
-        fail(f"{_PROG}: error: one of the arguments --bootstrap-server --bootstrap-controller "
-             "is required")
-    if bootstrap_controller is not None:
-        target = _Target(_bootstrap(bootstrap_controller, "bootstrap.controllers"),
-                         EndpointType.CONTROLLER, _admin_settings(command_config))
-    else:
-        assert bootstrap_server is not None
-        target = _Target(_bootstrap(bootstrap_server, "bootstrap.servers"),
-                         EndpointType.BROKER, _admin_settings(command_config))
-    ctx.obj = target
+    ctx.obj = admin_config(
+        server=bootstrap_server, controller=bootstrap_controller, command_config=command_config,
+        both=f"{_PROG}: error: argument --bootstrap-controller: not allowed with argument "
+             "--bootstrap-server",
+        neither=f"{_PROG}: error: one of the arguments --bootstrap-server "
+                "--bootstrap-controller is required",
+    )
 
 
-def _describe(target: _Target, *, with_cluster_id: bool) -> QuorumDescription:
+def _describe(config: dict[str, str], *, with_cluster_id: bool) -> tuple[QuorumInfo, str | None]:
+    async def body(admin: Admin) -> tuple[QuorumInfo, str | None]:
+        info = await admin.describe_metadata_quorum()
+        cluster_id = (await admin.describe_cluster()).cluster_id if with_cluster_id else None
+        return info, cluster_id
+
     try:
-        return trio.run(
-            lambda: describe_metadata_quorum(
-                target.bootstrap,
-                endpoint_type=target.endpoint_type,
-                with_cluster_id=with_cluster_id,
-                settings=target.settings,
-            )
-        )
-    except QuorumAdminError as exc:
+        return run_admin(config, body)
+    except KafkaError as exc:
         fail(str(exc))
 
 
@@ -142,7 +76,8 @@ def _describe(target: _Target, *, with_cluster_id: bool) -> QuorumDescription:
               help="Detailed information about the status of replication")
 @click.option("--human-readable", is_flag=True, help="Human-readable output")
 @click.pass_obj
-def describe(target: _Target, status: bool, replication: bool, human_readable: bool) -> None:
+def describe(config: dict[str, str], status: bool, replication: bool,
+             human_readable: bool) -> None:
     """Describe the metadata quorum info."""
     if status and replication:
         fail("Only one of --status or --replication should be specified with describe sub-command")
@@ -150,15 +85,13 @@ def describe(target: _Target, status: bool, replication: bool, human_readable: b
         fail("One of --status or --replication must be specified with describe sub-command")
     if status and human_readable:
         fail("The option --human-readable is only supported along with --replication")
-    description = _describe(target, with_cluster_id=status)
+    info, cluster_id = _describe(config, with_cluster_id=status)
     try:
         if status:
-            assert description.cluster_id is not None
-            text = render_status(description.cluster_id, description.info)
+            text = render_status(cluster_id or "", info)
         else:
             now_ms = time.time_ns() // 1_000_000
-            text = render_replication(description.info, human_readable=human_readable,
-                                      now_ms=now_ms)
+            text = render_replication(info, human_readable=human_readable, now_ms=now_ms)
     except (DescribeQuorumError, RelativeTimeError) as exc:
         fail(str(exc))
     click.echo(text, nl=False)

@@ -13,10 +13,8 @@ from typing import Any
 
 import attrs
 
+from broker.client.admin_types import PartitionReassignment as Ongoing
 from quorum.controller.reassignment_plan import ReassignmentPlan, TopicPartition
-from quorum.wire.messages import (
-    ListPartitionReassignmentsResponseOngoingPartitionReassignment as Ongoing,
-)
 
 __all__ = [
     "Assignment",

@@ -1,7 +1,9 @@
 """``kraft reassign-partitions``: Kafka's ``kafka-reassign-partitions.sh`` for pykraft.
 
-Kafka's actions, option names, JSON formats and output lines, against the
-active controller (``--bootstrap-controller``):
+Kafka's actions, option names, JSON formats and output lines, through the
+client library's ``Admin``: to brokers (``--bootstrap-server``, as Kafka's
+tool) or straight to the active controller (``--bootstrap-controller``), with
+``--command-config`` for the admin client's settings:
 
 - ``--generate --topics-to-move-json-file F --broker-list 1,2,3`` prints the
   current assignment and a proposal in Kafka's reassignment JSON. The proposal
@@ -15,25 +17,24 @@ active controller (``--bootstrap-controller``):
   ``--list``: AlterPartitionReassignments and ListPartitionReassignments.
 
 Not offered: throttles and moves between log directories, which pykraft's
-brokers do not have. The async cores take a ``ControllerChannel`` (tests call
-them inside a nursery); the text formats live in ``cli.reassign_json``.
+brokers do not have. The async cores take an ``Admin`` (tests call them inside
+a nursery); the text formats live in ``cli.reassign_json``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import attrs
 import click
-import trio
 
+from broker.client import Admin, KafkaError
+from broker.client.admin_types import PartitionReassignment
+from cli.admin_target import admin_config, client_partition, image_partition, run_admin
 from cli.console import fail
-from cli.metadata_quorum import _bootstrap
 from cli.reassign_json import (
     Assignment,
-    Ongoing,
     Proposal,
     ReassignmentError,
     generate_lines,
@@ -46,21 +47,8 @@ from cli.reassign_json import (
     reassignment_json,
     verify_lines,
 )
-from quorum.controller.image import partitions_by_topic
 from quorum.controller.placement import PlacementError, UsableBroker
 from quorum.controller.reassignment_plan import TopicPartition, plan_reassignment
-from quorum.controller_client import ControllerChannel, ControllerUnavailableError
-from quorum.wire.error_codes import Errors
-from quorum.wire.messages import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsRequestReassignablePartition,
-    AlterPartitionReassignmentsRequestReassignableTopic,
-    AlterPartitionReassignmentsResponse,
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsRequestTopics,
-    ListPartitionReassignmentsResponse,
-)
-from quorum.wire.messages.pykraft_describe_image import PykraftDescribeImageRequest
 
 __all__ = [
     "Outcome",
@@ -77,7 +65,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-_TIMEOUT_MS: Final = 30_000
 _CANNOT_EXECUTE: Final = (
     "Cannot execute because there is an existing partition assignment.  Use --additional to "
     "override this and create a new partition assignment in addition to the existing one."
@@ -154,35 +141,20 @@ def propose(
     return Proposal(current=dict(sorted(current.items())), plan=plan)
 
 
-def _alter_request(
-    targets: Mapping[TopicPartition, Sequence[int] | None],
-) -> AlterPartitionReassignmentsRequest:
-    by_topic: dict[str, list[AlterPartitionReassignmentsRequestReassignablePartition]] = {}
-    for tp, replicas in sorted(targets.items()):
-        by_topic.setdefault(tp.topic, []).append(
-            AlterPartitionReassignmentsRequestReassignablePartition(
-                partition_index=tp.partition,
-                replicas=None if replicas is None else tuple(replicas),
-            )
+async def _alter(
+    admin: Admin, targets: Mapping[TopicPartition, Sequence[int] | None]
+) -> list[str]:
+    """AlterPartitionReassignments; ``t-0: message`` for each refused partition, in order."""
+    try:
+        results = await admin.alter_partition_reassignments(
+            {client_partition(tp): replicas for tp, replicas in sorted(targets.items())},
+            raise_on_error=False,
         )
-    return AlterPartitionReassignmentsRequest(
-        timeout_ms=_TIMEOUT_MS,
-        topics=tuple(
-            AlterPartitionReassignmentsRequestReassignableTopic(name=t, partitions=tuple(ps))
-            for t, ps in by_topic.items()
-        ),
-    )
-
-
-def _alter_errors(response: AlterPartitionReassignmentsResponse) -> list[str]:
-    """``t-0: message`` for each refused partition, in partition order."""
-    if response.error_code != Errors.NONE:
-        error = Errors.from_code(response.error_code)
-        return [f"all partitions: {response.error_message or error.name}"]
+    except KafkaError as exc:
+        return [f"all partitions: {exc.server_message or exc}"]
     refused = {
-        TopicPartition(t.name, p.partition_index): p.error_message
-        or Errors.from_code(p.error_code).name
-        for t in response.responses for p in t.partitions if p.error_code != Errors.NONE
+        image_partition(tp): error.server_message or (error.error.name if error.error else error.name)
+        for tp, error in results.items() if error is not None
     }
     return [f"{partition_name(tp)}: {message}" for tp, message in sorted(refused.items())]
 
@@ -191,58 +163,47 @@ def _plural(count: int) -> str:
     return "" if count == 1 else "s"
 
 
-# -- async cores (one ControllerChannel each) ---------------------------------------------
+# -- async cores (one Admin each) ----------------------------------------------------------
 
 
-async def _image(channel: ControllerChannel) -> dict[str, Any]:
-    response = await channel.call(PykraftDescribeImageRequest(include_image=True))
-    if response.error_code != Errors.NONE or response.image_json is None:
-        error = Errors.from_code(response.error_code)
-        raise ReassignmentError(f"The controller did not describe its image: {error.name}")
-    image: dict[str, Any] = json.loads(response.image_json)
-    return image
+async def _image(admin: Admin) -> dict[str, Any]:
+    try:
+        return await admin.describe_image()
+    except KafkaError as exc:
+        raise ReassignmentError(f"The metadata image could not be read: {exc}") from None
 
 
 async def ongoing_reassignments(
-    channel: ControllerChannel, partitions: Iterable[TopicPartition] | None = None
-) -> dict[TopicPartition, Ongoing]:
+    admin: Admin, partitions: Iterable[TopicPartition] | None = None
+) -> dict[TopicPartition, PartitionReassignment]:
     """ListPartitionReassignments: all ongoing ones, or those among ``partitions``."""
-    topics = None
-    if partitions is not None:
-        topics = tuple(
-            ListPartitionReassignmentsRequestTopics(name=t, partition_indexes=ps)
-            for t, ps in partitions_by_topic(partitions).items()
-        )
-    request = ListPartitionReassignmentsRequest(timeout_ms=_TIMEOUT_MS, topics=topics)
-    response: ListPartitionReassignmentsResponse = await channel.call(request)
-    if response.error_code != Errors.NONE:
-        error = Errors.from_code(response.error_code)
+    wanted = None if partitions is None else [client_partition(tp) for tp in partitions]
+    try:
+        ongoing = await admin.list_partition_reassignments(wanted)
+    except KafkaError as exc:
         raise ReassignmentError(
-            f"Listing partition reassignments failed: {response.error_message or error.name}"
-        )
-    return {
-        TopicPartition(t.name, p.partition_index): p
-        for t in response.topics for p in t.partitions
-    }
+            f"Listing partition reassignments failed: {exc.server_message or exc}"
+        ) from None
+    return {image_partition(tp): o for tp, o in ongoing.items()}
 
 
 async def generate_plan(
-    channel: ControllerChannel, topics: Sequence[str], brokers: Sequence[int],
+    admin: Admin, topics: Sequence[str], brokers: Sequence[int],
     *, rack_aware: bool = True,
 ) -> Proposal:
-    return propose(await _image(channel), topics, brokers, rack_aware=rack_aware)
+    return propose(await _image(admin), topics, brokers, rack_aware=rack_aware)
 
 
-async def balance_plan(channel: ControllerChannel, *, rack_aware: bool = True) -> Proposal:
-    return propose(await _image(channel), None, None, rack_aware=rack_aware)
+async def balance_plan(admin: Admin, *, rack_aware: bool = True) -> Proposal:
+    return propose(await _image(admin), None, None, rack_aware=rack_aware)
 
 
 async def execute_reassignment(
-    channel: ControllerChannel, targets: Assignment, *, additional: bool = False
+    admin: Admin, targets: Assignment, *, additional: bool = False
 ) -> Outcome:
-    if not additional and await ongoing_reassignments(channel):
+    if not additional and await ongoing_reassignments(admin):
         raise ReassignmentError(_CANNOT_EXECUTE)
-    image = await _image(channel)
+    image = await _image(admin)
     registered = {b["brokerId"] for b in image.get("brokers", [])}
     unknown = sorted({r for replicas in targets.values() for r in replicas} - registered)
     if unknown:
@@ -257,7 +218,7 @@ async def execute_reassignment(
         reassignment_json({tp: current[tp] for tp in targets}), "",
         "Save this to use as the --reassignment-json-file option during rollback",
     ]
-    errors = _alter_errors(await channel.call(_alter_request(targets)))
+    errors = await _alter(admin, targets)
     if errors:
         return Outcome(tuple(lines), "Error reassigning partition(s):\n" + "\n".join(errors))
     lines.append(
@@ -267,16 +228,16 @@ async def execute_reassignment(
     return Outcome(tuple(lines))
 
 
-async def verify_reassignment(channel: ControllerChannel, targets: Assignment) -> Outcome:
-    ongoing = await ongoing_reassignments(channel)
-    return Outcome(tuple(verify_lines(targets, ongoing, image_assignment(await _image(channel)))))
+async def verify_reassignment(admin: Admin, targets: Assignment) -> Outcome:
+    ongoing = await ongoing_reassignments(admin)
+    return Outcome(tuple(verify_lines(targets, ongoing, image_assignment(await _image(admin)))))
 
 
-async def cancel_reassignments(channel: ControllerChannel, targets: Assignment) -> Outcome:
-    active = sorted(await ongoing_reassignments(channel, targets))
+async def cancel_reassignments(admin: Admin, targets: Assignment) -> Outcome:
+    active = sorted(await ongoing_reassignments(admin, targets))
     if not active:
         return Outcome(("None of the specified partition reassignments are active.",))
-    errors = _alter_errors(await channel.call(_alter_request(dict.fromkeys(active))))
+    errors = await _alter(admin, dict.fromkeys(active))
     if errors:
         return Outcome((), f"Error cancelling partition reassignment{_plural(len(errors))} "
                            "for:\n" + "\n".join(errors))
@@ -286,8 +247,8 @@ async def cancel_reassignments(channel: ControllerChannel, targets: Assignment) 
     ))
 
 
-async def list_reassignments(channel: ControllerChannel) -> Outcome:
-    return Outcome(tuple(list_lines(await ongoing_reassignments(channel))))
+async def list_reassignments(admin: Admin) -> Outcome:
+    return Outcome(tuple(list_lines(await ongoing_reassignments(admin))))
 
 
 # -- the command --------------------------------------------------------------------------
@@ -328,20 +289,14 @@ def _read(path: str) -> str:
         raise ReassignmentError(f"Cannot read {path}: {exc.strerror}") from None
 
 
-def _run(bootstrap: str, core: Callable[[ControllerChannel], Awaitable[T]]) -> T:
-    addresses = _bootstrap(bootstrap, "--bootstrap-controller")
-
-    async def main() -> T:
-        async with ControllerChannel(addresses) as channel:
-            return await core(channel)
-
+def _run(config: dict[str, str], core: Callable[[Admin], Awaitable[T]]) -> T:
     try:
-        return trio.run(main)
-    except ControllerUnavailableError as exc:
+        return run_admin(config, core)
+    except KafkaError as exc:
         raise ReassignmentError(str(exc)) from None
 
 
-def _dispatch(action: str, bootstrap: str, options: Mapping[str, Any]) -> Outcome:
+def _dispatch(action: str, bootstrap: dict[str, str], options: Mapping[str, Any]) -> Outcome:
     rack_aware = not options["disable-rack-aware"]
     if action == "generate":
         topics = parse_topics_to_move(_read(options["topics-to-move-json-file"]))
@@ -355,7 +310,7 @@ def _dispatch(action: str, bootstrap: str, options: Mapping[str, Any]) -> Outcom
     if action == "list":
         return _run(bootstrap, list_reassignments)
     targets = parse_reassignment_json(_read(options["reassignment-json-file"]))
-    cores: dict[str, Callable[[ControllerChannel], Awaitable[Outcome]]] = {
+    cores: dict[str, Callable[[Admin], Awaitable[Outcome]]] = {
         "execute": lambda c: execute_reassignment(c, targets, additional=options["additional"]),
         "verify": lambda c: verify_reassignment(c, targets),
         "cancel": lambda c: cancel_reassignments(c, targets),
@@ -365,7 +320,10 @@ def _dispatch(action: str, bootstrap: str, options: Mapping[str, Any]) -> Outcom
 
 @click.command(name="reassign-partitions",
                context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--bootstrap-server", help="Broker host:port list.")
 @click.option("--bootstrap-controller", help="Controller host:port list.")
+@click.option("--command-config",
+              help="Property file containing configs to be passed to Admin Client.")
 @click.option("--generate", is_flag=True, help="Propose a reassignment of some topics.")
 @click.option("--balance", is_flag=True, help="Propose a balanced layout of every topic.")
 @click.option("--execute", is_flag=True, help="Start the reassignment of a JSON file.")
@@ -378,7 +336,8 @@ def _dispatch(action: str, bootstrap: str, options: Mapping[str, Any]) -> Outcom
 @click.option("--disable-rack-aware", is_flag=True, help="Ignore the brokers' racks.")
 @click.option("--additional", is_flag=True, help="Execute beside ongoing reassignments.")
 def reassign_partitions(
-    bootstrap_controller: str | None, generate: bool, balance: bool, execute: bool,
+    bootstrap_server: str | None, bootstrap_controller: str | None, command_config: str | None,
+    generate: bool, balance: bool, execute: bool,
     verify: bool, cancel: bool, list_: bool, topics_to_move_json_file: str | None,
     broker_list: str | None, reassignment_json_file: str | None, disable_rack_aware: bool,
     additional: bool,
@@ -394,10 +353,13 @@ def reassign_partitions(
          "list": list_, "balance": balance},
         options,
     )
-    if not bootstrap_controller:
-        fail('Missing required argument "[bootstrap-controller]"')
+    config = admin_config(
+        server=bootstrap_server, controller=bootstrap_controller, command_config=command_config,
+        both="Only one of --bootstrap-server or --bootstrap-controller must be specified",
+        neither='Missing required argument "[bootstrap-server]"',
+    )
     try:
-        outcome = _dispatch(action, bootstrap_controller, options)
+        outcome = _dispatch(action, config, options)
     except ReassignmentError as exc:
         fail(str(exc))
     for line in outcome.lines:

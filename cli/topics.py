@@ -3,7 +3,9 @@
 ``--create``, ``--list``, ``--describe``, ``--alter --partitions`` and
 ``--delete`` with Kafka's option names and output lines. Requests go to the
 active controller through ``--bootstrap-controller``, or to a broker through
-``--bootstrap-server`` (the broker forwards them to the active controller).
+``--bootstrap-server`` (the broker forwards them to the active controller),
+sent by the client library's ``Admin`` (``--command-config``: its settings,
+for example ``default.api.timeout.ms``).
 ``--describe`` reads the committed image of the active controller or of that
 broker (PykraftDescribeImage; a broker's may trail the controller's by the
 records it has not fetched yet) and prints Kafka's layout; with
@@ -15,31 +17,19 @@ replica set, ``--under-min-isr-partitions`` only those below their topic's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any, Final
 
 import click
-import trio
 
+from broker.client import Admin, KafkaError, NewPartitions, NewTopic
+from cli.admin_target import admin_config, run_admin
 from cli.console import fail
-from cli.metadata_quorum import _bootstrap
-from quorum.client import ClientError, TrioKafkaConnection
-from quorum.controller_client import ControllerChannel, ControllerUnavailableError
 from quorum.wire.error_codes import Errors
-from quorum.wire.messages import (
-    CreatePartitionsRequest,
-    CreatePartitionsRequestTopic,
-    CreateTopicsRequest,
-    CreateTopicsRequestConfig,
-    CreateTopicsRequestTopic,
-    DeleteTopicsRequest,
-)
-from quorum.wire.messages.pykraft_describe_image import PykraftDescribeImageRequest
 
 __all__ = ["describe_lines", "topics"]
 
-_TIMEOUT_MS: Final = 30_000
+_ERROR: Final = "Error while executing topic command : "
 
 
 def _partition_filter(
@@ -104,57 +94,34 @@ def _ids(values: Iterable[int]) -> str:
     return ",".join(str(v) for v in values)
 
 
-def _configs(pairs: tuple[str, ...]) -> tuple[CreateTopicsRequestConfig, ...]:
-    result = []
+def _configs(pairs: tuple[str, ...]) -> dict[str, str]:
+    result = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             fail(f"Invalid topic config: all configs to be added must be in the format \"key=val\": {pair}")
-        result.append(CreateTopicsRequestConfig(name=key.strip(), value=value.strip()))
-    return tuple(result)
+        result[key.strip()] = value.strip()
+    return result
 
 
-def _check(error_code: int, message: str | None, topic: str) -> None:
-    if error_code != Errors.NONE:
-        error = Errors.from_code(error_code)
-        fail(f"Error while executing topic command : {message or error.name} (topic {topic}: {error.name})")
+def _check(outcome: dict[str, KafkaError | None], topic: str) -> None:
+    error = outcome.get(topic)
+    if error is not None:
+        name = error.error.name if error.error is not None else error.name
+        fail(f"{_ERROR}{error.server_message or name} (topic {topic}: {name})")
 
 
-class _Target:
-    """Where requests go: the active controller, or the first broker that answers."""
-
-    def __init__(self, *, controllers: str | None, servers: str | None) -> None:
-        if (controllers is None) == (servers is None):
-            fail("Only one of --bootstrap-server or --bootstrap-controller must be specified")
-        self.controllers = controllers
-        self.servers = servers
-
-    async def call(self, request: Any) -> Any:
-        if self.controllers is not None:
-            bootstrap = _bootstrap(self.controllers, "--bootstrap-controller")
-            async with ControllerChannel(bootstrap) as channel:
-                return await channel.call(request)
-        assert self.servers is not None
-        problems = []
-        for address in _bootstrap(self.servers, "--bootstrap-server"):
-            try:
-                with trio.fail_after(_TIMEOUT_MS / 1000):
-                    async with await TrioKafkaConnection.connect(address.host, address.port) as conn:
-                        return await conn.request(request)
-            except (ClientError, OSError, trio.TooSlowError) as exc:
-                problems.append(f"{address}: {exc or type(exc).__name__}")
-        raise ControllerUnavailableError(f"no broker answered ({'; '.join(problems)})")
-
-    def run(self, request: Any) -> Any:
-        try:
-            return trio.run(self.call, request)
-        except ControllerUnavailableError as exc:
-            fail(f"Error while executing topic command : {exc}")
+def _run(config: dict[str, str], body: Any) -> Any:
+    try:
+        return run_admin(config, body)
+    except KafkaError as exc:
+        fail(f"{_ERROR}{exc}")
 
 
 @click.command(name="topics", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", help="Broker host:port list (the broker forwards changes).")
 @click.option("--bootstrap-controller", help="Controller host:port list.")
+@click.option("--command-config", help="Property file containing configs to be passed to Admin Client.")
 @click.option("--create", "action", flag_value="create", help="Create a new topic.")
 @click.option("--list", "action", flag_value="list", help="List all topics.")
 @click.option("--describe", "action", flag_value="describe", help="Describe topics.")
@@ -169,61 +136,58 @@ class _Target:
 @click.option("--under-replicated-partitions", is_flag=True, help="Only partitions whose ISR < replicas.")
 @click.option("--under-min-isr-partitions", is_flag=True, help="Only partitions below min.insync.replicas.")
 def topics(
-    bootstrap_server: str | None, bootstrap_controller: str | None, action: str | None,
-    topic: str | None, partitions: int | None,
+    bootstrap_server: str | None, bootstrap_controller: str | None, command_config: str | None,
+    action: str | None, topic: str | None, partitions: int | None,
     replication_factor: int | None, config_pairs: tuple[str, ...], if_not_exists: bool,
     unavailable_partitions: bool, under_replicated_partitions: bool,
     under_min_isr_partitions: bool,
 ) -> None:
     """Create, delete, describe, or change a topic (kafka-topics.sh)."""
-    target = _Target(controllers=bootstrap_controller, servers=bootstrap_server)
+    both = "Only one of --bootstrap-server or --bootstrap-controller must be specified"
+    config = admin_config(server=bootstrap_server, controller=bootstrap_controller,
+                          command_config=command_config, both=both, neither=both)
     if action is None:
         fail("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
     if action in ("create", "alter", "delete") and not topic:
         fail(f"Missing required argument \"[topic]\" for --{action}")
     if action == "create":
         assert topic is not None
-        request = CreateTopicsRequest(
-            topics=(
-                CreateTopicsRequestTopic(
-                    name=topic, num_partitions=-1 if partitions is None else partitions,
-                    replication_factor=-1 if replication_factor is None else replication_factor,
-                    configs=_configs(config_pairs),
-                ),
-            ),
-            timeout_ms=_TIMEOUT_MS,
+        new = NewTopic(
+            name=topic, num_partitions=-1 if partitions is None else partitions,
+            replication_factor=-1 if replication_factor is None else replication_factor,
+            configs=_configs(config_pairs),
         )
-        [result] = target.run(request).topics
-        if if_not_exists and result.error_code == Errors.TOPIC_ALREADY_EXISTS:
+        outcome = _run(config, lambda admin: admin.create_topics([new], raise_on_error=False))
+        error = outcome.get(topic)
+        if if_not_exists and error is not None and error.error is Errors.TOPIC_ALREADY_EXISTS:
             return
-        _check(result.error_code, result.error_message, topic)
+        _check(outcome, topic)
         click.echo(f"Created topic {topic}.")
     elif action == "delete":
         assert topic is not None
-        response = target.run(DeleteTopicsRequest(topic_names=(topic,), timeout_ms=_TIMEOUT_MS))
-        [result] = response.responses
-        _check(result.error_code, None, topic)
+        _check(_run(config, lambda admin: admin.delete_topics([topic], raise_on_error=False)),
+               topic)
     elif action == "alter":
         assert topic is not None
         if partitions is None:
             fail("--alter needs --partitions (the new partition count)")
-        request_p = CreatePartitionsRequest(
-            topics=(CreatePartitionsRequestTopic(name=topic, count=partitions, assignments=None),),
-            timeout_ms=_TIMEOUT_MS,
-        )
-        [result_p] = target.run(request_p).results
-        _check(result_p.error_code, result_p.error_message, topic)
+        grow = {topic: NewPartitions(total_count=partitions)}
+        _check(_run(config, lambda admin: admin.create_partitions(grow, raise_on_error=False)),
+               topic)
     else:
-        response = target.run(PykraftDescribeImageRequest(include_image=True))
-        image = json.loads(response.image_json or "{}")
+        image = _run(config, _image)
         if action == "list":
             for entry in image.get("topics", []):
                 click.echo(entry["name"])
             return
         if topic is not None and all(t["name"] != topic for t in image.get("topics", [])):
-            fail(f"Error while executing topic command : Topic '{topic}' does not exist as expected")
+            fail(f"{_ERROR}Topic '{topic}' does not exist as expected")
         for line in describe_lines(
             image, topic, unavailable=unavailable_partitions,
             under_replicated=under_replicated_partitions, under_min_isr=under_min_isr_partitions,
         ):
             click.echo(line)
+
+
+async def _image(admin: Admin) -> dict[str, Any]:
+    return await admin.describe_image()

@@ -5,11 +5,14 @@ bootstrap controller which node is the active controller (DescribeCluster
 names it and lists every controller's address), send the request there,
 and when the answer says NOT_CONTROLLER (leadership moved) or the
 connection breaks, find the active controller again and resend, with a
-backoff, until ``api_timeout_ms``. Used by the CLI, the tests and brokers.
+backoff, until ``api_timeout_ms``. Used by brokers (their controller channel),
+the tests and the benches to send raw requests; applications and the CLI use
+``broker.client.Admin`` with ``bootstrap.controllers``.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,11 +21,32 @@ import trio
 
 from quorum.client import ClientError, TrioKafkaConnection
 from quorum.config.values import HostPort
-from quorum.quorum_admin import AdminSettings, EndpointType
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import DescribeClusterRequest, DescribeClusterResponse
 
-__all__ = ["ControllerChannel", "ControllerUnavailableError", "error_codes_in"]
+__all__ = [
+    "AdminSettings",
+    "ControllerChannel",
+    "ControllerUnavailableError",
+    "EndpointType",
+    "error_codes_in",
+]
+
+
+class EndpointType(enum.IntEnum):
+    """Which listener a DescribeCluster asks about (its ``endpoint_type``)."""
+
+    BROKER = 1
+    CONTROLLER = 2
+
+
+@attrs.frozen(kw_only=True)
+class AdminSettings:
+    # Kafka's admin client defaults (default.api.timeout.ms, request.timeout.ms,
+    # retry.backoff.ms)
+    api_timeout_ms: int = 60_000
+    request_timeout_ms: int = 30_000
+    retry_backoff_ms: int = 100
 
 
 class ControllerUnavailableError(Exception):

@@ -13,23 +13,32 @@ broker the metadata names as controller, which forwards them to the active
 controller; ListOffsets and DeleteRecords to each partition's leader;
 DescribeConfigs and IncrementalAlterConfigs of a broker to that broker;
 DescribeLogDirs to every broker asked about; DescribeQuorum through any
-broker (``quorum.quorum_admin``). Connection failures and retriable errors
-(NOT_CONTROLLER, NOT_LEADER_OR_FOLLOWER, ...) are retried after a metadata
-refresh and ``retry.backoff.ms``, until ``default.api.timeout.ms`` (or the
-call's ``timeout_ms``). A call that changes several items raises the first
-item's error (``KafkaError``, with Kafka's error name and the server's
-message) unless ``raise_on_error=False`` asks for every item's outcome.
+broker. With ``bootstrap.controllers`` instead of ``bootstrap.servers``
+(KIP-919) every request goes to the active controller
+(``active_controller``); what only brokers answer (offsets, records, log
+directories) is refused there with UNSUPPORTED_VERSION. Connection failures
+and retriable errors (NOT_CONTROLLER, NOT_LEADER_OR_FOLLOWER, ...) are
+retried after a metadata refresh (or a new look for the active controller)
+and ``retry.backoff.ms``, until ``default.api.timeout.ms`` (or the call's
+``timeout_ms``); the timeout names Kafka's call, as Kafka's
+``TimeoutException`` does. A call that changes several items raises the
+first item's error (``KafkaError``, with Kafka's error name and the
+server's message) unless ``raise_on_error=False`` asks for every item's
+outcome. ``describe_image`` is pykraft's own: the committed metadata image
+as JSON (what ``kraft topics --describe`` prints).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import trio
 
 from broker.client import admin_requests as req
+from broker.client.active_controller import ActiveController, EndpointType
 from broker.client.admin_types import (
     AlterConfigOp,
     ClusterDescription,
@@ -51,9 +60,12 @@ from broker.client.settings import AdminClientSettings, settings_from
 from broker.client.types import OffsetAndTimestamp, TopicPartition
 from quorum.client import TrioKafkaConnection
 from quorum.controller_client import error_codes_in
-from quorum.describe import QuorumInfo
-from quorum.quorum_admin import AdminSettings, EndpointType, QuorumAdminError
-from quorum.quorum_admin import describe_metadata_quorum as _describe_quorum
+from quorum.describe import (
+    DescribeQuorumError,
+    QuorumInfo,
+    describe_quorum_request,
+    quorum_info_from_response,
+)
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     DescribeClusterRequest,
@@ -63,6 +75,10 @@ from quorum.wire.messages import (
     MetadataRequestTopic,
     MetadataResponse,
 )
+from quorum.wire.messages.pykraft_describe_image import (
+    PykraftDescribeImageRequest,
+    PykraftDescribeImageResponse,
+)
 
 __all__ = ["Admin"]
 
@@ -70,6 +86,9 @@ _ids = itertools.count(1)
 _METADATA_MAX_VERSION: Final = 12
 # an answer with one of these: the controller moved; find it again and resend
 _MOVED: Final = frozenset({Errors.NOT_CONTROLLER})
+# DescribeQuorum: any retriable error (no leader yet, the leader moved) is worth a retry
+_RETRIABLE: Final = frozenset(e for e in Errors if e.retriable)
+_BROKERS_ONLY: Final = "needs bootstrap.servers: only brokers answer it"
 
 
 class Admin:
@@ -82,6 +101,10 @@ class Admin:
             allow_auto_topic_creation=False,
         )
         self._client = KafkaClient(settings, tracker, client_id=self.client_id)
+        self._controller = (
+            ActiveController(self._client, settings.bootstrap_controllers)
+            if settings.bootstrap_controllers else None
+        )
         self._closed = False
 
     async def __aenter__(self) -> Admin:
@@ -106,13 +129,19 @@ class Admin:
         timeout_ms: float | None = None,
         node: int | None = None,
         to_controller: bool = False,
+        retry_codes: frozenset[Errors] = _MOVED,
+        call: str | None = None,
     ) -> Any:
-        """Send ``build(remaining_ms)`` until an answer without a 'moved' error; retries."""
+        """Send ``build(remaining_ms)`` until an answer without a ``retry_codes`` error.
+
+        ``call`` is Kafka's name of the admin call, for the timeout's message.
+        """
         if self._closed:
             raise ClientClosedError("the admin client is closed")
         client, budget = self._client, self._budget_ms(timeout_ms)
         deadline = trio.current_time() + budget / 1000
         problem = "no attempt finished"
+        request = None
         with trio.move_on_at(deadline):
             while True:
                 remaining = int((deadline - trio.current_time()) * 1000)
@@ -120,25 +149,39 @@ class Admin:
                 try:
                     conn = await self._connection(node, to_controller)
                     response = await client.request(conn, request)
-                    moved = _MOVED & error_codes_in(response)
+                    moved = retry_codes & error_codes_in(response)
                     if not moved:
                         return response
                     problem = f"{Errors(min(moved)).name} from {conn.address}"
-                    client.tracker.request_update(problem)
+                    self._lost_track(problem)
                 except KafkaError as exc:
                     if not exc.retriable:
                         raise
                     problem = str(exc)
-                    client.tracker.observe_error(exc.error or Errors.NETWORK_EXCEPTION, "admin")
+                    self._lost_track(problem, exc.error or Errors.NETWORK_EXCEPTION)
                 await trio.sleep(self.settings.retry_backoff_ms / 1000)
-                await client.maybe_refresh_metadata()
+                if self._controller is None:
+                    await client.maybe_refresh_metadata()
+        name = call or _call_name(request)
         raise KafkaTimeoutError(
-            f"Timed out waiting for a node assignment after {budget:.0f} ms (last problem: {problem})"
+            f"Timed out waiting for a node assignment. Call: {name} "
+            f"(after {budget:.0f} ms; last problem: {problem})"
         )
 
+    def _lost_track(self, problem: str, error: Errors | None = None) -> None:
+        """An answer or a failure says the target moved: look it up again before the retry."""
+        if self._controller is not None:
+            self._controller.forget()
+        elif error is None:
+            self._client.tracker.request_update(problem)
+        else:
+            self._client.tracker.observe_error(error, "admin")
+
     async def _connection(self, node: int | None, to_controller: bool) -> TrioKafkaConnection:
+        if self._controller is not None:
+            return await self._controller.connection()
         client = self._client
-        if node is not None or to_controller or not client.view.brokers:
+        if node is not None or to_controller:
             await client.maybe_refresh_metadata()
         view = client.view
         if node is not None:
@@ -146,6 +189,10 @@ class Admin:
         if to_controller and view.controller_id in view.brokers:
             return await client.node_connection(view.controller_id)
         return await client.pool.any_connection(view)
+
+    def _brokers_only(self, call: str) -> None:
+        if self._controller is not None:
+            raise KafkaError(Errors.UNSUPPORTED_VERSION, f"{call} {_BROKERS_ONLY}")
 
     async def _metadata(self, topics: Sequence[str] | None, timeout_ms: float | None) -> Any:
         request = MetadataRequest(
@@ -192,6 +239,9 @@ class Admin:
     async def list_topics(
         self, *, include_internal: bool = False, timeout_ms: float | None = None
     ) -> list[str]:
+        if self._controller is not None:
+            image = await self.describe_image(timeout_ms=timeout_ms)
+            return sorted(req.read_image_topics(image))
         response: MetadataResponse = await self._metadata(None, timeout_ms)
         return sorted(
             t.name for t in response.topics
@@ -202,7 +252,12 @@ class Admin:
         self, names: Sequence[str], *, timeout_ms: float | None = None
     ) -> dict[str, TopicDescription]:
         """Each topic's partitions (leader, epoch, replicas, ISR); raises for an unknown topic."""
-        found = req.read_topic_descriptions(await self._metadata(names, timeout_ms))
+        if self._controller is not None:
+            found: Mapping[str, TopicDescription | KafkaError] = req.read_image_topics(
+                await self.describe_image(timeout_ms=timeout_ms)
+            )
+        else:
+            found = req.read_topic_descriptions(await self._metadata(names, timeout_ms))
         out = {}
         for name in names:
             description = found.get(name) or error_from_code(
@@ -216,23 +271,26 @@ class Admin:
     # -- the cluster ---------------------------------------------------------------------
 
     async def describe_cluster(self, *, timeout_ms: float | None = None) -> ClusterDescription:
-        """Cluster id, controller (a broker, as Kafka's brokers report it) and brokers.
+        """Cluster id, controller and brokers.
 
-        DescribeCluster where the broker serves it, else Metadata (as kafka-python does).
+        Through brokers: the brokers, and as controller a broker, as Kafka's brokers report
+        it (DescribeCluster where the broker serves it, else Metadata, as kafka-python does).
+        Through controllers: the controllers, and the active one as controller.
         """
+        endpoint = EndpointType.BROKER if self._controller is None else EndpointType.CONTROLLER
         try:
             answer: DescribeClusterResponse = await self._call(
-                _fixed(DescribeClusterRequest(endpoint_type=int(EndpointType.BROKER))),
-                timeout_ms=timeout_ms,
+                _fixed(DescribeClusterRequest(endpoint_type=int(endpoint))),
+                timeout_ms=timeout_ms, call="describeCluster",
             )
         except KafkaError as exc:
-            if exc.error is not Errors.UNSUPPORTED_VERSION:
+            if exc.error is not Errors.UNSUPPORTED_VERSION or self._controller is not None:
                 raise
             response = await self._metadata([], timeout_ms)
             brokers = tuple(BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in response.brokers)
             return self._cluster(response.cluster_id, response.controller_id, brokers)
         if answer.error_code != Errors.NONE:
-            raise error_from_code(answer.error_code, answer.error_message, context="DescribeCluster")
+            raise error_from_code(answer.error_code, answer.error_message)
         brokers = tuple(BrokerInfo(b.broker_id, b.host, b.port, b.rack) for b in answer.brokers)
         return self._cluster(answer.cluster_id, answer.controller_id, brokers)
 
@@ -247,20 +305,37 @@ class Admin:
         )
 
     async def describe_metadata_quorum(self, *, timeout_ms: float | None = None) -> QuorumInfo:
-        """The Raft quorum as its leader describes it (through any broker)."""
-        settings = AdminSettings(
-            api_timeout_ms=int(self._budget_ms(timeout_ms)),
-            request_timeout_ms=self.settings.request_timeout_ms,
-            retry_backoff_ms=self.settings.retry_backoff_ms,
+        """The Raft quorum as its leader describes it.
+
+        Through brokers, any broker forwards the call to the quorum leader; a DescribeCluster
+        goes first, so an address that is a controller listener is named as such
+        (MISMATCHED_ENDPOINT_TYPE). Through controllers, the active controller answers.
+        """
+        if self._controller is None:
+            await self.describe_cluster(timeout_ms=timeout_ms)
+        response = await self._call(
+            _fixed(describe_quorum_request()), timeout_ms=timeout_ms, to_controller=True,
+            retry_codes=_RETRIABLE, call="describeMetadataQuorum",
         )
         try:
-            described = await _describe_quorum(
-                self.settings.bootstrap_servers, endpoint_type=EndpointType.BROKER,
-                settings=settings,
-            )
-        except QuorumAdminError as exc:
-            raise KafkaError(None, str(exc)) from None
-        return described.info
+            return quorum_info_from_response(response)
+        except DescribeQuorumError as exc:
+            raise KafkaError(exc.error, str(exc)) from None
+
+    async def describe_image(self, *, timeout_ms: float | None = None) -> dict[str, Any]:
+        """The committed metadata image of the node answering, as JSON values (pykraft's own).
+
+        Through controllers the active controller's; through brokers a broker's, which may
+        trail the controller's by the records that broker has not fetched yet.
+        """
+        response: PykraftDescribeImageResponse = await self._call(
+            _fixed(PykraftDescribeImageRequest(include_image=True)), timeout_ms=timeout_ms,
+            call="describeImage",
+        )
+        if response.error_code != Errors.NONE or response.image_json is None:
+            raise error_from_code(response.error_code, None, context="DescribeImage")
+        image: dict[str, Any] = json.loads(response.image_json)
+        return image
 
     # -- configs -------------------------------------------------------------------------
 
@@ -311,12 +386,14 @@ class Admin:
         self, specs: Mapping[TopicPartition, int], *, timeout_ms: float | None = None
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """Offsets by ``OffsetSpec`` (EARLIEST, LATEST, MAX_TIMESTAMP) or by timestamp."""
+        self._brokers_only("listOffsets")
         return await list_offsets(self._client, specs, timeout_ms=self._budget_ms(timeout_ms))
 
     async def delete_records(
         self, before: Mapping[TopicPartition, int], *, timeout_ms: float | None = None
     ) -> dict[TopicPartition, int]:
         """Move each partition's log start up to ``before[tp]``; returns the new low watermarks."""
+        self._brokers_only("deleteRecords")
         client, budget = self._client, self._budget_ms(timeout_ms)
         client.tracker.add_topics({tp.topic for tp in before})
         remaining, done = dict(before), {}
@@ -394,6 +471,7 @@ class Admin:
         self, broker_ids: Iterable[int] | None = None, *, timeout_ms: float | None = None
     ) -> dict[int, dict[str, LogDirDescription]]:
         """Each broker's log directories and the replicas in them (every broker by default)."""
+        self._brokers_only("describeLogDirs")
         if broker_ids is None:
             await self._client.refresh_metadata()
             broker_ids = sorted(self._client.view.brokers)
@@ -424,6 +502,12 @@ def _by_leader(
         if leader is not None:
             grouped.setdefault(leader.node_id, {})[tp] = value
     return grouped
+
+
+def _call_name(request: Any) -> str:
+    """Kafka's call name for a request: ``createTopics`` for CreateTopicsRequest."""
+    name = type(request).__name__.removesuffix("Request")
+    return name[:1].lower() + name[1:]
 
 
 def _fixed(request: Any) -> Callable[[int], Any]:

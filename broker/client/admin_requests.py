@@ -28,7 +28,7 @@ from broker.client.admin_types import (
     ResourceType,
     TopicDescription,
 )
-from broker.client.cluster import cluster_view_from_metadata
+from broker.client.cluster import BrokerInfo, cluster_view_from_metadata
 from broker.client.errors import KafkaError, error_from_code
 from broker.client.types import TopicPartition
 from quorum.wire.error_codes import Errors
@@ -68,6 +68,7 @@ from quorum.wire.messages import (
     ListPartitionReassignmentsResponse,
     MetadataResponse,
 )
+from quorum.wire.uuids import uuid_from_str
 
 __all__ = [
     "alter_reassignments_request",
@@ -87,6 +88,7 @@ __all__ = [
     "read_delete_topics",
     "read_describe_configs",
     "read_elect_leaders",
+    "read_image_topics",
     "read_incremental_alter_configs",
     "read_list_reassignments",
     "read_log_dirs",
@@ -207,6 +209,40 @@ def read_topic_descriptions(
             ),
         )
     return out
+
+
+def read_image_topics(image: Mapping[str, Any]) -> dict[str, TopicDescription]:
+    """Topic descriptions from a metadata image in ``image_to_json`` form (what controllers
+    give instead of Metadata): leaders at their first listener, replicas on fenced or
+    unregistered brokers offline."""
+    brokers = {
+        b["brokerId"]: b for b in image.get("brokers", ())
+    }
+    leaders = {
+        broker_id: BrokerInfo(broker_id, b["listeners"][0]["host"], b["listeners"][0]["port"],
+                              b.get("rack"))
+        for broker_id, b in brokers.items() if b["listeners"]
+    }
+    online = {broker_id for broker_id, b in brokers.items() if not b["fenced"]}
+    return {
+        t["name"]: TopicDescription(
+            name=t["name"],
+            topic_id=uuid_from_str(t["topicId"]),
+            is_internal=False,  # the image holds no internal topics
+            partitions=tuple(
+                PartitionDescription(
+                    partition=p["partition"],
+                    leader=leaders.get(p["leader"]),
+                    leader_epoch=p["leaderEpoch"],
+                    replicas=tuple(p["replicas"]),
+                    isr=tuple(p["isr"]),
+                    offline_replicas=tuple(r for r in p["replicas"] if r not in online),
+                )
+                for p in t["partitions"]
+            ),
+        )
+        for t in image.get("topics", ())
+    }
 
 
 # -- configs -------------------------------------------------------------------------------

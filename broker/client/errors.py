@@ -37,6 +37,8 @@ class KafkaError(Exception):
     def __init__(self, error: Errors | None, message: str | None = None) -> None:
         self.error = error
         self.detail = message
+        # the server's own text, when the answer carried one (``detail`` may add context)
+        self.server_message: str | None = None
         text = message or (error.name.lower().replace("_", " ") if error is not None else "")
         super().__init__(f"{self.name}: {text}" if text else self.name)
 
@@ -115,4 +117,6 @@ def error_from_code(code: int, message: str | None = None, *, context: str = "")
     """The exception for a response's error code, with the server's message if any."""
     error = Errors.from_code(code)
     text = message or error.name.lower().replace("_", " ")
-    return KafkaError(error, f"{context}: {text}" if context else text)
+    exc = KafkaError(error, f"{context}: {text}" if context else text)
+    exc.server_message = message
+    return exc

@@ -86,6 +86,10 @@ def _bootstrap(text: str) -> tuple[HostPort, ...]:
     return servers
 
 
+def _optional_bootstrap(text: str) -> tuple[HostPort, ...]:
+    return parse_host_ports(text) if text.strip() else ()
+
+
 def _acks(text: str) -> int:
     values = {"all": -1, "-1": -1, "0": 0, "1": 1}
     if text.lower() not in values:
@@ -190,6 +194,14 @@ class ConsumerSettings(ClientSettings):
 
 @attrs.frozen(kw_only=True)
 class AdminClientSettings(ClientSettings):
+    # exactly one of the two is given (checked by admin_settings): brokers, or controllers
+    # talked to directly (KIP-919's bootstrap.controllers)
+    bootstrap_servers: tuple[HostPort, ...] = setting(
+        "bootstrap.servers", _optional_bootstrap, ""
+    )
+    bootstrap_controllers: tuple[HostPort, ...] = setting(
+        "bootstrap.controllers", _optional_bootstrap, ""
+    )
     default_api_timeout_ms: int = setting("default.api.timeout.ms", INT, "60000", at_least(0))
     retries: int = setting("retries", INT, str(_INT_MAX), between(0, _INT_MAX))
 
@@ -265,7 +277,14 @@ def admin_settings(
     properties: Mapping[str, str], *, source: str | None = None
 ) -> AdminClientSettings:
     """``AdminClientSettings`` from Kafka-style properties; raises ConfigError."""
-    return _parse(AdminClientSettings, properties, source)
+    parsed = _parse(AdminClientSettings, properties, source)
+    if bool(parsed.bootstrap_servers) == bool(parsed.bootstrap_controllers):
+        # Kafka's AdminBootstrapAddresses texts
+        text = ("You cannot set both bootstrap.servers and bootstrap.controllers."
+                if parsed.bootstrap_servers
+                else "You must set either bootstrap.servers or bootstrap.controllers")
+        raise ConfigError.single(text, key="bootstrap.servers", source=source)
+    return parsed
 
 
 def settings_from(cls: type[S], config: S | Mapping[str, Any]) -> S:

@@ -9,27 +9,18 @@ import pytest
 import trio
 from click.testing import CliRunner
 
+from broker.client import Admin, KafkaError, NewTopic
+from broker.client.errors import error_from_code
 from cli.leader_election import (
     ElectionOutcome,
     LeaderElectionError,
     elect_leaders,
     election_outcome,
-    election_request,
     leader_election,
     parse_election_json,
 )
-from quorum.config.values import HostPort
 from quorum.controller.image import MetadataImage, TopicPartition
-from quorum.controller_client import ControllerChannel
 from quorum.wire.error_codes import Errors
-from quorum.wire.messages import (
-    CreateTopicsRequest,
-    CreateTopicsRequestTopic,
-    ElectLeadersRequestTopicPartitions,
-    ElectLeadersResponse,
-    ElectLeadersResponsePartitionResult,
-    ElectLeadersResponseReplicaElectionResult,
-)
 from tests.unit.node.nodes import (
     controller_and_brokers,
     controller_image_until,
@@ -59,29 +50,20 @@ def test_a_bad_json_file_is_refused_with_the_reason(text: str, message: str) -> 
         parse_election_json(text)
 
 
-def test_the_request_groups_partitions_by_topic_and_none_means_every_partition() -> None:
-    request = election_request("UNCLEAN", [TP("b", 0), TP("a", 2), TP("a", 0)])
-    assert request.election_type == 1
-    assert request.topic_partitions == (
-        ElectLeadersRequestTopicPartitions(topic="a", partitions=(0, 2)),
-        ElectLeadersRequestTopicPartitions(topic="b", partitions=(0,)),
-    )
-    assert election_request("PREFERRED", None).topic_partitions is None
-
-
-def response(*results: tuple[str, int, Errors, str | None]) -> ElectLeadersResponse:
-    topics: dict[str, list[ElectLeadersResponsePartitionResult]] = {}
-    for topic, index, error, message in results:
-        topics.setdefault(topic, []).append(ElectLeadersResponsePartitionResult(
-            partition_id=index, error_code=error, error_message=message))
-    return ElectLeadersResponse(replica_election_results=tuple(
-        ElectLeadersResponseReplicaElectionResult(topic=t, partition_result=tuple(r))
-        for t, r in topics.items()
-    ))
+def results(
+    *outcomes: tuple[str, int, Errors, str | None],
+) -> dict[TopicPartition, KafkaError | None]:
+    """Per-partition results as the admin client reads them from an ElectLeaders answer."""
+    return {
+        TP(topic, index): None if error is Errors.NONE else error_from_code(
+            error, message, context=f"{topic}-{index}"
+        )
+        for topic, index, error, message in outcomes
+    }
 
 
 def test_the_output_has_kafkas_success_noop_and_failure_lines() -> None:
-    outcome = election_outcome("PREFERRED", response(
+    outcome = election_outcome("PREFERRED", results(
         ("t", 1, Errors.NONE, None), ("t", 0, Errors.NONE, None),
         ("t", 2, Errors.ELECTION_NOT_NEEDED, None),
         ("u", 0, Errors.PREFERRED_LEADER_NOT_AVAILABLE, None),
@@ -95,13 +77,7 @@ def test_the_output_has_kafkas_success_noop_and_failure_lines() -> None:
         "Error completing leader election (PREFERRED) for partition: u-0: "
         "PREFERRED_LEADER_NOT_AVAILABLE",
     ), failed=2)
-    assert election_outcome("UNCLEAN", response()) == ElectionOutcome(())
-
-
-def test_a_request_level_error_fails_the_command() -> None:
-    with pytest.raises(LeaderElectionError, match="CLUSTER_AUTHORIZATION_FAILED"):
-        election_outcome("PREFERRED", ElectLeadersResponse(
-            error_code=Errors.CLUSTER_AUTHORIZATION_FAILED))
+    assert election_outcome("UNCLEAN", results()) == ElectionOutcome(())
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -119,6 +95,18 @@ def test_option_errors_are_kafkas_and_exit_1(args: list[str], message: str) -> N
     result = CliRunner().invoke(leader_election, ["--bootstrap-controller", "localhost:1", *args])
     assert result.exit_code == 1
     assert message in result.output
+
+
+def test_exactly_one_of_bootstrap_server_and_bootstrap_controller_is_required() -> None:
+    kind = ["--election-type", "preferred", "--all-topic-partitions"]
+    result = CliRunner().invoke(leader_election, kind)
+    assert result.exit_code == 1
+    assert "Missing required option(s): bootstrap-server" in result.output
+    result = CliRunner().invoke(leader_election, [
+        "--bootstrap-server", "localhost:1", "--bootstrap-controller", "localhost:2", *kind,
+    ])
+    assert result.exit_code == 1
+    assert "Only one of --bootstrap-server or --bootstrap-controller" in result.output
 
 
 def test_a_missing_or_bad_json_file_fails_before_connecting(tmp_path: Path) -> None:
@@ -148,21 +136,21 @@ async def test_a_preferred_election_names_the_partitions_whose_preferred_leader_
         async with trio.open_nursery() as nursery:
             await nursery.start(controller.run)
             await wait_for_leader([controller])
-            async with trio.open_nursery() as running, ControllerChannel(
-                [HostPort("127.0.0.1", port)]
-            ) as channel:
+            async with trio.open_nursery() as running, Admin(
+                {"bootstrap.controllers": f"127.0.0.1:{port}"}
+            ) as admin:
                 for broker in (first, second):
                     await running.start(broker.run)
-                topic = CreateTopicsRequestTopic(name="orders", num_partitions=2,
-                                                 replication_factor=2)
-                await channel.call(CreateTopicsRequest(topics=(topic,)))
+                await admin.create_topics(
+                    [NewTopic(name="orders", num_partitions=2, replication_factor=2)]
+                )
                 created = await controller_image_until(controller, lambda i: len(led_by(i, 100)) == 1)
                 [gone] = led_by(created, 100)
                 [stays] = led_by(created, 101)
                 first.stop()  # controlled shutdown: broker 101 takes over 100's partition
                 await controller_image_until(controller, lambda i: not led_by(i, 100))
-                named = await elect_leaders(channel, "PREFERRED", [gone, stays])
-                everything = await elect_leaders(channel, "PREFERRED", None)
+                named = await elect_leaders(admin, "PREFERRED", [gone, stays])
+                everything = await elect_leaders(admin, "PREFERRED", None)
                 second.stop()
             controller.stop()
     failure = (f"Error completing leader election (PREFERRED) for partition: {gone}: "

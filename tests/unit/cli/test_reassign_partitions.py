@@ -15,6 +15,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from broker import BrokerNode
+from broker.client import Admin, NewTopic
+from broker.client.admin_types import PartitionReassignment
 from cli.reassign_json import (
     ReassignmentError,
     generate_lines,
@@ -35,16 +38,9 @@ from cli.reassign_partitions import (
     reassign_partitions,
     verify_reassignment,
 )
-from quorum.config.values import HostPort
 from quorum.controller.image import MetadataImage
 from quorum.controller.reassignment_plan import TopicPartition
-from quorum.controller_client import ControllerChannel
-from quorum.wire.error_codes import Errors
-from quorum.wire.messages import (
-    CreateTopicsRequest,
-    CreateTopicsRequestTopic,
-    ListPartitionReassignmentsResponseOngoingPartitionReassignment,
-)
+from quorum.node import ControllerNode
 from tests.unit.node.nodes import (
     controller_and_brokers,
     controller_image_until,
@@ -207,7 +203,7 @@ def test_a_partition_being_reassigned_is_not_planned_again() -> None:
 
 
 def ongoing(replicas: list[int], adding: list[int], removing: list[int]) -> Any:
-    return ListPartitionReassignmentsResponseOngoingPartitionReassignment(
+    return PartitionReassignment(
         replicas=tuple(replicas), adding_replicas=tuple(adding),
         removing_replicas=tuple(removing),
     )
@@ -259,7 +255,11 @@ def test_each_action_gets_its_required_arguments_and_no_others(tmp_path: Path) -
     assert result.exit_code == 1
     assert 'Option "[broker-list]" can\'t be used with action "[execute]"' in result.output
     result = CliRunner().invoke(reassign_partitions, ["--list"])
-    assert "[bootstrap-controller]" in result.output and result.exit_code == 1
+    assert "[bootstrap-server]" in result.output and result.exit_code == 1
+    result = CliRunner().invoke(reassign_partitions, [
+        "--bootstrap-server", "localhost:1", "--bootstrap-controller", "localhost:2", "--list",
+    ])
+    assert "Only one of --bootstrap-server or --bootstrap-controller" in result.output
 
 
 def test_bad_files_and_broker_lists_fail_with_a_clear_message(tmp_path: Path) -> None:
@@ -301,25 +301,22 @@ async def test_a_balance_plan_after_adding_a_broker_is_executed_verified_and_can
         async with trio.open_nursery() as nursery:
             await nursery.start(controller.run)
             await wait_for_leader([controller])
-            async with trio.open_nursery() as running, ControllerChannel(
-                [HostPort("127.0.0.1", port)]
-            ) as channel:
+            async with trio.open_nursery() as running, Admin(
+                {"bootstrap.controllers": f"127.0.0.1:{port}"}
+            ) as admin:
                 for broker in brokers:
                     await running.start(broker.run)
                 await controller_image_until(controller, all_unfenced(BROKERS))
-                await _create_orders(channel)
+                await admin.create_topics(
+                    [NewTopic(name="orders", num_partitions=6, replication_factor=2)]
+                )
                 await running.start(added.run)
                 await controller_image_until(controller, all_unfenced((*BROKERS, NEW_BROKER)))
-                await _balance_execute_verify_cancel(channel, port, tmp_path)
+                await _balance_execute_verify_cancel(admin, port, controller, brokers[0],
+                                                     tmp_path)
                 for broker in (*brokers, added):
                     broker.stop()
             controller.stop()
-
-
-async def _create_orders(channel: ControllerChannel) -> None:
-    topic = CreateTopicsRequestTopic(name="orders", num_partitions=6, replication_factor=2)
-    answer = await channel.call(CreateTopicsRequest(topics=(topic,)))
-    assert [t.error_code for t in answer.topics] == [Errors.NONE]
 
 
 def plural(items: Sized) -> str:
@@ -327,58 +324,65 @@ def plural(items: Sized) -> str:
 
 
 async def _balance_execute_verify_cancel(
-    channel: ControllerChannel, port: int, tmp_path: Path
+    admin: Admin, port: int, controller: ControllerNode, broker: BrokerNode, tmp_path: Path
 ) -> None:
-    proposal = await balance_plan(channel)
+    proposal = await balance_plan(admin)
     plan = proposal.plan
     held = Counter(b for replicas in plan.target.values() for b in replicas)
     assert held == {b: 3 for b in (*BROKERS, NEW_BROKER)}
     assert plan.replicas_moved == plan.minimum_moves == 3
     targets = {tp: r for tp, r in plan.target.items() if r != proposal.current[tp]}
-    outcome = await execute_reassignment(channel, targets)
+    outcome = await execute_reassignment(admin, targets)
     assert outcome.failure is None
     assert outcome.lines[-1] == (
         f"Successfully started partition reassignment{plural(targets)} for "
         + ",".join(f"orders-{tp.partition}" for tp in targets)
     )
     # the new replicas never join the ISR: the added broker fetches nothing
-    ongoing_now = await ongoing_reassignments(channel)
+    ongoing_now = await ongoing_reassignments(admin)
     assert sorted(ongoing_now) == sorted(plan.moves)
     for tp, o in ongoing_now.items():
         assert o.adding_replicas == tuple(sorted(set(targets[tp]) - set(proposal.current[tp])))
         assert NEW_BROKER in o.adding_replicas
-    status = (await verify_reassignment(channel, targets)).lines
+    status = (await verify_reassignment(admin, targets)).lines
     assert list(status) == [
         "Status of partition reassignment:",
         *(f"Reassignment of partition orders-{tp.partition} is "
           + ("still in progress." if tp in plan.moves else "completed.") for tp in targets),
     ]
-    await _the_command_sees_the_same(port, tmp_path, targets, status)
+    # what --verify through the broker reads: its image, once it holds the controller's
+    offset = (await controller_image_until(controller, lambda _: True)).provenance.offset
+    while broker.image.provenance.offset < offset:
+        await broker.wait_changed()
+    await _the_command_sees_the_same(port, broker, tmp_path, targets, status)
     with pytest.raises(ReassignmentError, match="existing partition assignment"):
-        await execute_reassignment(channel, targets)
-    cancelled = await cancel_reassignments(channel, targets)
+        await execute_reassignment(admin, targets)
+    cancelled = await cancel_reassignments(admin, targets)
     assert cancelled.lines == (
         f"Successfully cancelled partition reassignment{plural(plan.moves)} for: "
         + ",".join(f"orders-{tp.partition}" for tp in sorted(plan.moves)),
     )
-    assert await ongoing_reassignments(channel) == {}
+    assert await ongoing_reassignments(admin) == {}
 
 
 async def _the_command_sees_the_same(
-    port: int, tmp_path: Path, targets: dict[TopicPartition, tuple[int, ...]],
-    status: tuple[str, ...],
+    port: int, broker: BrokerNode, tmp_path: Path,
+    targets: dict[TopicPartition, tuple[int, ...]], status: tuple[str, ...],
 ) -> None:
-    """The click command end to end: its own trio.run, in a worker thread."""
+    """The click command end to end, through the controller and through a broker: its own
+    trio.run, in a worker thread."""
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(reassignment_json(targets))
-    bootstrap = ["--bootstrap-controller", f"127.0.0.1:{port}"]
+    assert broker.address is not None
     runner = CliRunner()
-    verified = await trio.to_thread.run_sync(
-        runner.invoke, reassign_partitions,
-        [*bootstrap, "--verify", "--reassignment-json-file", str(plan_file)],
-    )
-    assert (verified.exit_code, verified.output.splitlines()) == (0, list(status))
-    listed = await trio.to_thread.run_sync(runner.invoke, reassign_partitions,
-                                           [*bootstrap, "--list"])
-    assert listed.exit_code == 0
-    assert listed.output.splitlines()[0] == "Current partition reassignments:"
+    for bootstrap in (["--bootstrap-controller", f"127.0.0.1:{port}"],
+                      ["--bootstrap-server", f"{broker.address.host}:{broker.address.port}"]):
+        verified = await trio.to_thread.run_sync(
+            runner.invoke, reassign_partitions,
+            [*bootstrap, "--verify", "--reassignment-json-file", str(plan_file)],
+        )
+        assert (verified.exit_code, verified.output.splitlines()) == (0, list(status)), bootstrap
+        listed = await trio.to_thread.run_sync(runner.invoke, reassign_partitions,
+                                               [*bootstrap, "--list"])
+        assert listed.exit_code == 0
+        assert listed.output.splitlines()[0] == "Current partition reassignments:"

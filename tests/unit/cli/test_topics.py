@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
@@ -68,7 +69,27 @@ def test_exactly_one_of_bootstrap_server_and_bootstrap_controller_is_required() 
         assert "Only one of --bootstrap-server or --bootstrap-controller" in result.output
 
 
-def test_a_broker_that_does_not_answer_is_reported_not_hung() -> None:
-    result = CliRunner().invoke(topics, ["--bootstrap-server", "127.0.0.1:1", "--list"])
+def test_a_broker_that_does_not_answer_is_reported_after_default_api_timeout_ms(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "admin.properties"
+    config.write_text("default.api.timeout.ms=400\nretry.backoff.ms=20\n")
+    result = CliRunner().invoke(topics, ["--bootstrap-server", "127.0.0.1:1", "--command-config",
+                                         str(config), "--list"])
     assert result.exit_code == 1
-    assert "no broker answered" in result.output and "127.0.0.1:1" in result.output
+    assert result.output.startswith(
+        "Error while executing topic command : TimeoutException: Timed out waiting for a node "
+        "assignment. Call: describeImage"
+    )
+    assert "127.0.0.1:1: cannot connect" in result.output
+
+
+def test_a_bad_command_config_value_is_named(tmp_path: Path) -> None:
+    config = tmp_path / "admin.properties"
+    config.write_text("request.timeout.ms=soon\n")
+    result = CliRunner().invoke(topics, ["--bootstrap-controller", "127.0.0.1:1",
+                                         "--command-config", str(config), "--list"])
+    assert result.exit_code == 1
+    assert result.output == (
+        "Invalid value soon for configuration request.timeout.ms: Not a number of type INT\n"
+    )
