@@ -29,6 +29,7 @@ from broker.replica_manager import (
     PartitionKey,
     ReplicaManager,
     assignment_of,
+    assignments_of,
 )
 from quorum.controller.image import MetadataImage
 from quorum.node.inputs import ControllerCall
@@ -60,7 +61,6 @@ class BrokerMetadataMachine:
             snapshot_max_interval_ms=snapshot_max_interval_ms,
             on_changes=self._partitions_changed,
         )
-        self._assignments: dict[PartitionKey, PartitionAssignment] = {}
         self._image = self.follower.image  # the last image whose changes were walked
         self._listeners: list[ImageListener] = []
         self.changed = trio.Event()  # set (and replaced) on every published image
@@ -79,8 +79,8 @@ class BrokerMetadataMachine:
 
     @property
     def assignments(self) -> Mapping[PartitionKey, PartitionAssignment]:
-        """The partitions this broker hosts (all the image's, once its changes are walked)."""
-        return self._assignments
+        """The partitions this broker hosts in its published image (computed on demand)."""
+        return assignments_of(self._image, self.broker_id)
 
     def subscribe(self, listener: ImageListener) -> None:
         self._listeners.append(listener)
@@ -144,18 +144,18 @@ class BrokerMetadataMachine:
         changed: list[PartitionAssignment] = []
         removed: list[PartitionAssignment] = []
         broker_id = self.broker_id
+        # before and after both come from the images (no table of what was handed over:
+        # at 100,000 hosted partitions it cost about 280 B each)
         for change in changes:
-            key = PartitionKey(change.topic_id, change.index)
-            before = self._assignments.get(key)
-            after = None
+            before = after = None
+            if change.old is not None and change.old_topic is not None:
+                before = assignment_of(change.old_topic, change.index, change.old, broker_id)
             if change.new is not None and change.new_topic is not None:
                 after = assignment_of(change.new_topic, change.index, change.new, broker_id)
             if after is None:
                 if before is not None:
-                    del self._assignments[key]
                     removed.append(before)
             elif after != before:
-                self._assignments[key] = after
                 changed.append(after)
         if (changed or removed) and self._replica_manager is not None:
             self._replica_manager.apply(changed, removed, publication.new)

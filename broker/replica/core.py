@@ -53,8 +53,8 @@ ISR_CHECK_SLICE = 2_000
 class LogDirectory(Protocol):
     """Where a broker's partition logs live (files in log.dirs; memory in the simulator)."""
 
-    def open_log(self, key: PartitionKey, topic: str, index: int) -> ReplicatedLog:
-        """The partition's log, created empty if it does not exist."""
+    def open_log(self, key: PartitionKey, name: tuple[str, int]) -> ReplicatedLog:
+        """The partition's log, created empty if it does not exist (``name``: topic, index)."""
         ...
 
     def checkpointed_high_watermark(self, key: PartitionKey) -> int:
@@ -79,7 +79,9 @@ class ReplicaCore:
         self.deleting = Deleting(self.partitions.by_name, self.partitions.get, lambda: self._image)
         self.serving = Serving(
             self.partitions.by_name,
-            FetchSessionCache(config.max_incremental_fetch_session_cache_slots, rng),
+            FetchSessionCache(
+                config.max_incremental_fetch_session_cache_slots, rng, self._shared_name
+            ),
             self.partitions.get,
         )
         self.alter_partitions = AlterPartitionQueue(
@@ -251,6 +253,10 @@ class ReplicaCore:
             self._logs.delete_log(key)
         outbox.touched.add(key)
 
+    def _shared_name(self, name: tuple[str, int]) -> tuple[str, int]:
+        partition = self.partitions.by_name(*name)
+        return name if partition is None else partition.name
+
     def _topic_config(self, topic: str) -> TopicConfig:
         """A topic's settings, one object shared by its partitions while its configs last."""
         overrides = self._image.topic_configs(topic)
@@ -264,11 +270,11 @@ class ReplicaCore:
         key = assignment.key  # one key object per partition, kept by the table and the log
         partition = self.partitions.get(key)
         if partition is None:
+            name = (assignment.topic, assignment.partition)
             partition = Partition(
                 key=key,
-                topic=assignment.topic,
-                index=assignment.partition,
-                log=self._logs.open_log(key, assignment.topic, assignment.partition),
+                name=name,
+                log=self._logs.open_log(key, name),
                 config=config,
                 broker_id=self.broker_id,
                 replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
@@ -315,7 +321,7 @@ class ReplicaCore:
         fetcher.add_partition(
             PartitionFetchState(
                 key=partition.key,
-                name=(partition.topic, partition.index),
+                name=partition.name,
                 fetch_offset=position.fetch_offset,
                 last_fetched_epoch=position.last_fetched_epoch,
                 log_start_offset=position.log_start_offset,

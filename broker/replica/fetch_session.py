@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 import attrs
 
 from quorum.wire.error_codes import Errors
-from quorum.wire.messages import FetchRequestPartition, FetchResponse
+from quorum.wire.messages import FetchResponse
 
 __all__ = [
     "FINAL_EPOCH",
@@ -42,6 +42,9 @@ _INT32_MAX: Final = 2**31 - 1
 
 # (topic name, partition index): Fetch v12 names topics, it has no topic ids
 TopicPartitionName = tuple[str, int]
+# what a partition is fetched with (compared with != to find changes): the replica
+# fetcher's own per-partition state, so a partition costs one object on this side
+D = TypeVar("D")
 
 
 def next_epoch(epoch: int) -> int:
@@ -52,16 +55,16 @@ def next_epoch(epoch: int) -> int:
 
 
 @attrs.frozen(kw_only=True)
-class SessionRequest:
+class SessionRequest(Generic[D]):
     session_id: int
     session_epoch: int
     # the partitions to put in the request (all of them when full)
-    partitions: Mapping[TopicPartitionName, FetchRequestPartition]
+    partitions: Mapping[TopicPartitionName, D]
     forgotten: tuple[TopicPartitionName, ...]
     full: bool
 
 
-class FetchSessionHandler:
+class FetchSessionHandler(Generic[D]):
     """The session as the leader holds it, and what the next request should ask.
 
     The owner says what changed (``want``, ``drop``) as it happens; ``build``
@@ -73,9 +76,9 @@ class FetchSessionHandler:
         self.session_id = INVALID_SESSION_ID
         self.epoch = INITIAL_EPOCH
         # what the leader holds: the partitions of the last built request and their data
-        self._session: dict[TopicPartitionName, FetchRequestPartition] = {}
+        self._session: dict[TopicPartitionName, D] = {}
         # what the next request should ask for (the partitions ready to fetch)
-        self._wanted: dict[TopicPartitionName, FetchRequestPartition] = {}
+        self._wanted: dict[TopicPartitionName, D] = {}
         # names in the session whose wanted data may differ from the session's (changed or
         # dropped), and names wanted but not in the session yet (joining), each in the order
         # they came: a request looks at the first and at most its room of the second, so a
@@ -94,15 +97,15 @@ class FetchSessionHandler:
         return self.epoch in (INITIAL_EPOCH, FINAL_EPOCH)
 
     @property
-    def session_partitions(self) -> Mapping[TopicPartitionName, FetchRequestPartition]:
+    def session_partitions(self) -> Mapping[TopicPartitionName, D]:
         """What the leader holds, each partition with the data it was last asked with."""
         return self._session
 
     @property
-    def wanted(self) -> Mapping[TopicPartitionName, FetchRequestPartition]:
+    def wanted(self) -> Mapping[TopicPartitionName, D]:
         return self._wanted
 
-    def want(self, name: TopicPartitionName, data: FetchRequestPartition) -> None:
+    def want(self, name: TopicPartitionName, data: D) -> None:
         """Fetch ``name`` with ``data`` from the next request on (added or changed)."""
         self._wanted[name] = data
         if name in self._session:
@@ -117,12 +120,12 @@ class FetchSessionHandler:
         if name in self._session:
             self._pending[name] = None
 
-    def build(self) -> SessionRequest:
+    def build(self) -> SessionRequest[D]:
         """The next request, updating the session to it."""
         if self.is_full_next:
             return self._build_full()
         session, wanted = self._session, self._wanted
-        changed: dict[TopicPartitionName, FetchRequestPartition] = {}
+        changed: dict[TopicPartitionName, D] = {}
         forgotten = []
         for name in self._pending:
             data = wanted.get(name)
@@ -152,7 +155,7 @@ class FetchSessionHandler:
             full=False,
         )
 
-    def _build_full(self) -> SessionRequest:
+    def _build_full(self) -> SessionRequest[D]:
         room = len(self._wanted)
         if self._max_new is not None and not self._sessionless:
             room = min(room, self._max_new)

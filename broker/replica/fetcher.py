@@ -59,7 +59,8 @@ class PartitionFetchState:
 @attrs.frozen(kw_only=True)
 class FetchedPartition:
     key: PartitionKey
-    requested: FetchRequestPartition
+    # the partition's fetch state as the request asked with it
+    requested: PartitionFetchState
     answer: FetchResponsePartition
 
 
@@ -70,10 +71,13 @@ class ReplicaFetcher:
         self.source_id = source_id
         self._config = config
         self._states: dict[PartitionKey, PartitionFetchState] = {}
-        self._names: dict[TopicPartitionName, PartitionKey] = {}
         # the partitions ready to fetch live in the session handler's wanted set, updated
-        # as each partition changes: a request costs what changed, not what is fetched
-        self._session = FetchSessionHandler(config.max_partitions_joining_per_fetch)
+        # as each partition changes: a request costs what changed, not what is fetched.
+        # It holds the fetch states themselves (one object per partition on this side);
+        # the request's partition data is made for the partitions a request names
+        self._session: FetchSessionHandler[PartitionFetchState] = FetchSessionHandler(
+            config.max_partitions_joining_per_fetch
+        )
         # backed-off partitions, by the time they are ready again (stale entries skipped)
         self._delayed: list[tuple[int, PartitionKey]] = []
         # the id of the request in flight (what each partition asked with is the session's)
@@ -105,7 +109,7 @@ class ReplicaFetcher:
             self._session.drop(state.name)
             heapq.heappush(self._delayed, (state.delayed_until_ms, state.key))
         else:
-            self._session.want(state.name, self._request_data(state))
+            self._session.want(state.name, state)
 
     def _request_data(self, state: PartitionFetchState) -> FetchRequestPartition:
         return FetchRequestPartition(
@@ -121,15 +125,12 @@ class ReplicaFetcher:
         """Start (or restart, after a new leader epoch) fetching a partition."""
         old = self._states.get(state.key)
         if old is not None and old.name != state.name:
-            del self._names[old.name]
             self._session.drop(old.name)
-        self._names[state.name] = state.key
         self._set(state)
 
     def remove_partition(self, key: PartitionKey) -> None:
         old = self._states.pop(key, None)
         if old is not None:
-            del self._names[old.name]
             self._session.drop(old.name)
 
     def update_position(
@@ -179,8 +180,8 @@ class ReplicaFetcher:
         request_id = next(self._request_ids)
         self._in_flight = request_id
         topics: dict[str, list[FetchRequestPartition]] = {}
-        for (topic, _), data in built.partitions.items():
-            topics.setdefault(topic, []).append(data)
+        for (topic, _), state in built.partitions.items():
+            topics.setdefault(topic, []).append(self._request_data(state))
         forgotten: dict[str, list[int]] = {}
         for topic, index in built.forgotten:
             forgotten.setdefault(topic, []).append(index)
@@ -219,14 +220,14 @@ class ReplicaFetcher:
         fetched = []
         for topic in response.responses:
             for answer in topic.partitions:
-                name = (topic.topic, answer.partition_index)
-                key = self._names.get(name)
-                requested = asked.get(name)
-                if key is None or requested is None:
+                requested = asked.get((topic.topic, answer.partition_index))
+                if requested is None:
                     continue
-                state = self._states[key]
+                key = requested.key
+                state = self._states.get(key)
                 if (
-                    not state.ready(now_ms)
+                    state is None
+                    or not state.ready(now_ms)
                     or state.fetch_offset != requested.fetch_offset
                     or state.current_leader_epoch != requested.current_leader_epoch
                 ):

@@ -30,7 +30,13 @@ from broker.replica import isr as isr_rules
 from broker.replica.config import TopicConfig
 from broker.replica.epochs import leader_end_offset_for_epoch
 from broker.replica.isr import CommittedIsr, IsrChange, IsrState
-from broker.replica.replica_state import ReplicaState, reset_replica_state, update_fetch_state
+from broker.replica.replica_state import (
+    NO_FOLLOWERS,
+    ReplicaState,
+    follower_states,
+    reset_replica_state,
+    update_fetch_state,
+)
 from broker.replica.watermark import (
     FollowerProgress,
     high_watermark_bound,
@@ -45,6 +51,17 @@ from quorum.wire.error_codes import Errors
 __all__ = ["AcceptedIsr", "AssignmentOutcome", "Partition"]
 
 NO_LEADER = -1
+# a follower not heard from: one immutable state shared by all of them
+_NEVER_FETCHED = ReplicaState()
+# one tuple of follower ids per replica set and broker, shared by its partitions
+_follower_ids: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}
+
+
+def _followers_of(replicas: tuple[int, ...], broker_id: int) -> tuple[int, ...]:
+    ids = _follower_ids.get((replicas, broker_id))
+    if ids is None:
+        ids = _follower_ids[(replicas, broker_id)] = tuple(r for r in replicas if r != broker_id)
+    return ids
 
 
 class AssignmentOutcome(enum.Enum):
@@ -73,24 +90,22 @@ class Partition:
         "epoch_start_offset",
         "followers",
         "high_watermark",
-        "index",
         "isr_state",
         "key",
         "leader_epoch",
         "leader_id",
         "log",
+        "name",
         "partition_epoch",
         "replicas",
         "role",
-        "topic",
     )
 
     def __init__(
         self,
         *,
         key: PartitionKey,
-        topic: str,
-        index: int,
+        name: tuple[str, int],
         log: ReplicatedLog,
         config: TopicConfig,
         broker_id: int,
@@ -99,8 +114,9 @@ class Partition:
         high_watermark: int = 0,
     ) -> None:
         self.key = key
-        self.topic = topic
-        self.index = index
+        # (topic, index): one tuple per partition, shared by every table keyed by name
+        # (and by its log's directory)
+        self.name = name
         self.log = log
         self.config = config
         self.broker_id = broker_id
@@ -114,7 +130,7 @@ class Partition:
         self.isr_state: IsrState = isr_rules.NO_ISR
         # where this broker's current leader epoch starts (None: not leading)
         self.epoch_start_offset: int | None = None
-        self.followers: dict[int, ReplicaState] = {}
+        self.followers = NO_FOLLOWERS
         self.high_watermark = max(log.log_start_offset, min(high_watermark, log.log_end_offset))
 
     def __repr__(self) -> str:
@@ -125,6 +141,14 @@ class Partition:
         )
 
     # -- views ---------------------------------------------------------------------------
+
+    @property
+    def topic(self) -> str:
+        return self.name[0]
+
+    @property
+    def index(self) -> int:
+        return self.name[1]
 
     @property
     def is_leader(self) -> bool:
@@ -190,13 +214,15 @@ class Partition:
     def _make_leader(self, assignment: PartitionAssignment, new_epoch: bool, now_ms: int) -> None:
         is_new_leader = not self.is_leader
         self.replicas = assignment.replicas
-        followers = [r for r in assignment.replicas if r != self.broker_id]
-        self.followers = {r: self.followers.get(r, ReplicaState()) for r in followers}
+        ids = _followers_of(assignment.replicas, self.broker_id)
+        self.followers = follower_states(
+            ids, [self.followers.get(r) or _NEVER_FETCHED for r in ids]
+        )
         self.isr_state = isr_rules.after_new_assignment(assignment.isr)
         if new_epoch:
             start = self.log_end_offset
-            self.followers = {
-                replica: reset_replica_state(
+            self.followers = follower_states(ids, [
+                reset_replica_state(
                     state,
                     now_ms=now_ms,
                     leader_end_offset=start,
@@ -204,7 +230,7 @@ class Partition:
                     in_isr=replica in assignment.isr,
                 )
                 for replica, state in self.followers.items()
-            }
+            ])
             self.leader_epoch = assignment.leader_epoch
             self.epoch_start_offset = start
         self.role = PartitionRole.LEADER
@@ -216,7 +242,7 @@ class Partition:
         self.leader_epoch = assignment.leader_epoch
         self.epoch_start_offset = None
         self.replicas = assignment.replicas
-        self.followers = {}
+        self.followers = NO_FOLLOWERS
         self.isr_state = isr_rules.NO_ISR
 
     # -- the high watermark -------------------------------------------------------------

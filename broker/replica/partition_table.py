@@ -32,17 +32,17 @@ class PartitionTable:
 
     def add(self, partition: Partition) -> None:
         assert partition.key not in self._by_key, f"{partition} is hosted already"
-        old = self._by_name.get((partition.topic, partition.index))
+        old = self._by_name.get(partition.name)
         if old is not None:
             # a topic deleted and created again under its name: the new one answers to it
             del self._by_key[old.key]
         self._by_key[partition.key] = partition
-        self._by_name[(partition.topic, partition.index)] = partition
+        self._by_name[partition.name] = partition
 
     def remove(self, key: PartitionKey) -> Partition | None:
         partition = self._by_key.pop(key, None)
         if partition is not None:
-            name = (partition.topic, partition.index)
+            name = partition.name
             if self._by_name.get(name) is partition:
                 del self._by_name[name]
         return partition

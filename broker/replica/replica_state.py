@@ -13,12 +13,16 @@ one fetch still counts as caught up).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
+
 import attrs
 
 __all__ = [
     "NEVER_MS",
     "UNKNOWN_OFFSET",
+    "FollowerStates",
     "ReplicaState",
+    "follower_states",
     "reset_replica_state",
     "update_fetch_state",
 ]
@@ -93,3 +97,56 @@ def reset_replica_state(
         last_fetch_ms=now_ms if in_isr else NEVER_MS,
         last_caught_up_ms=caught_up,
     )
+
+
+class FollowerStates(Mapping[int, ReplicaState]):
+    """A leader's followers (replica id -> state): the ids and a list of states.
+
+    A dict of two entries costs 224 B; this costs about 120, and the ids tuple is
+    shared by every partition with the same followers. A state may be replaced
+    (``followers[r] = ...``) but no follower added or removed: a new replica set
+    makes a new ``FollowerStates``.
+    """
+
+    __slots__ = ("_ids", "_states")
+
+    def __init__(self, ids: tuple[int, ...], states: Sequence[ReplicaState]) -> None:
+        assert len(ids) == len(states)
+        self._ids = ids
+        self._states = list(states)
+
+    def __getitem__(self, replica_id: int) -> ReplicaState:
+        try:
+            return self._states[self._ids.index(replica_id)]
+        except ValueError:
+            raise KeyError(replica_id) from None
+
+    def __setitem__(self, replica_id: int, state: ReplicaState) -> None:
+        try:
+            self._states[self._ids.index(replica_id)] = state
+        except ValueError:
+            raise KeyError(replica_id) from None
+
+    def get(self, replica_id: int, default: ReplicaState | None = None) -> ReplicaState | None:  # type: ignore[override]
+        ids = self._ids
+        return self._states[ids.index(replica_id)] if replica_id in ids else default
+
+    def __contains__(self, replica_id: object) -> bool:
+        return replica_id in self._ids
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __repr__(self) -> str:
+        return f"FollowerStates({dict(zip(self._ids, self._states, strict=True))!r})"
+
+
+NO_FOLLOWERS = FollowerStates((), ())
+
+
+def follower_states(ids: tuple[int, ...], states: Sequence[ReplicaState]) -> FollowerStates:
+    """``FollowerStates(ids, states)``; the shared empty one when there are no followers."""
+    return FollowerStates(ids, states) if ids else NO_FOLLOWERS

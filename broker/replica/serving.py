@@ -212,7 +212,7 @@ class Serving:
         to go): each follower session holding it reads it at its next fetch. Where it was
         idle, the follower's state first takes the caught-up time of the session's last
         fetch, as Kafka's read of it then would have set. The sessions holding it."""
-        name = (partition.topic, partition.index)
+        name = partition.name
         holding = []
         for session in self.sessions.follower_sessions():
             if name not in session.partitions:
@@ -380,7 +380,7 @@ class Serving:
             watching = self.purgatory.watchers(_session_key(session))
             if not watching:
                 continue
-            cached = session.partitions[(partition.topic, partition.index)]
+            cached = session.partitions[partition.name]
             for op_id, op in watching:
                 if self._satisfied_by(op, key, cached.data):
                     self.purgatory.complete(op_id)

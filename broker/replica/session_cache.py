@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
@@ -102,8 +102,14 @@ class FetchSession:
         return self.replica_id >= 0
 
 
-def _requested(request: FetchRequest) -> dict[TopicPartitionName, FetchRequestPartition]:
-    return {(t.topic, p.partition): p for t in request.topics for p in t.partitions}
+def _requested(
+    request: FetchRequest, shared: Callable[[TopicPartitionName], TopicPartitionName]
+) -> dict[TopicPartitionName, FetchRequestPartition]:
+    return {shared((t.topic, p.partition)): p for t in request.topics for p in t.partitions}
+
+
+def _same(name: TopicPartitionName) -> TopicPartitionName:
+    return name
 
 
 def _forgotten(request: FetchRequest) -> list[TopicPartitionName]:
@@ -192,9 +198,15 @@ def _topics(
 
 
 class FetchSessionCache:
-    def __init__(self, max_slots: int, rng: random.Random) -> None:
+    def __init__(
+        self, max_slots: int, rng: random.Random,
+        shared_name: Callable[[TopicPartitionName], TopicPartitionName] = _same,
+    ) -> None:
         self._max_slots = max_slots
         self._rng = rng
+        # the hosted partition's own name tuple for a requested one: a session of 100,000
+        # partitions then keeps no tuple of its own per partition (56 B each)
+        self._shared_name = shared_name
         self._sessions: dict[int, FetchSession] = {}
         # the followers' sessions (every change here is looked up in each of them)
         self._followers: dict[int, FetchSession] = {}
@@ -212,7 +224,7 @@ class FetchSessionCache:
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             self._remove(request.session_id)
             kind = ContextKind.FULL if epoch == INITIAL_EPOCH else ContextKind.SESSIONLESS
-            requested = _requested(request)
+            requested = _requested(request, self._shared_name)
             return FetchContext(
                 kind=kind,
                 requested=list(requested.items()),
@@ -229,7 +241,7 @@ class FetchSessionCache:
         if session.epoch != epoch:
             return FetchContext(kind=ContextKind.ERROR, requested=[],
                                 error=Errors.INVALID_FETCH_SESSION_EPOCH)
-        requested = _requested(request)
+        requested = _requested(request, self._shared_name)
         joined = 0
         for name, data in requested.items():
             cached = session.partitions.get(name)

@@ -8,18 +8,19 @@ thread that serves clients. Until its first write a ``DeferredLog`` answers
 every read as the empty log it is (an empty ``MemoryLog``, which the
 FileLog == MemoryLog state machine holds equal to an empty ``FileLog``); the
 first write (an append, a truncation, a move of the log start) makes the
-partition's directory and its ``FileLog`` through ``materialize`` and from
+partition's directory and its ``FileLog`` through its owner's
+``materialize_log`` and from
 then on everything goes to that log.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final
+import uuid
+from typing import Any, Final, Protocol
 
 from quorum.log.memory_log import MemoryLog
 
-__all__ = ["DeferredLog"]
+__all__ = ["DeferredLog", "Materializer"]
 
 # what an empty log answers the same whether or not it has files
 _READS: Final = frozenset({
@@ -41,13 +42,23 @@ _READS: Final = frozenset({
 _EMPTY: Final = MemoryLog()
 
 
-class DeferredLog:
-    # slots and no closure: 100,000 of them sit idle on a large broker
-    __slots__ = ("_args", "_log", "_materialize")
+class Materializer(Protocol):
+    def materialize_log(
+        self, deferred: DeferredLog, name: tuple[str, int], topic_id: uuid.UUID
+    ) -> Any:
+        """The partition's log, made now (its directory and files), for ``deferred``."""
+        ...
 
-    def __init__(self, materialize: Callable[..., Any], *args: Any) -> None:
-        self._materialize: Callable[..., Any] | None = materialize
-        self._args: tuple[Any, ...] = args
+
+class DeferredLog:
+    # slots, and the owner kept instead of a bound method and an argument tuple: 100,000
+    # of these sit idle on a large broker (the bound method and tuple cost 120 B each)
+    __slots__ = ("_log", "_name", "_owner", "_topic_id")
+
+    def __init__(self, owner: Materializer, name: tuple[str, int], topic_id: uuid.UUID) -> None:
+        self._owner: Materializer | None = owner
+        self._name = name
+        self._topic_id = topic_id
         self._log: Any = None
 
     @property
@@ -57,9 +68,10 @@ class DeferredLog:
     def materialized(self) -> Any:
         """The partition's own log, made now if it has none yet."""
         if self._log is None:
-            assert self._materialize is not None
-            self._log, self._materialize = self._materialize(*self._args), None
-            self._args = ()
+            assert self._owner is not None
+            # (the owner is let go only once the log exists: a failed write may be retried)
+            log = self._owner.materialize_log(self, self._name, self._topic_id)
+            self._log, self._owner = log, None
         return self._log
 
     def delete_old_segments(self, now_ms: int, *, high_watermark: int) -> int:

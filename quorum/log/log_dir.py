@@ -227,22 +227,24 @@ class LogDirectory:
 
     # -- the broker's calls, by topic id ------------------------------------------------
 
-    def open_log(self, key: PartitionId, topic: str, index: int) -> FileLog | DeferredLog:
+    def open_log(self, key: PartitionId, name: TopicPartition) -> FileLog | DeferredLog:
         """The partition's log, created empty (with its ``partition.metadata``) if absent.
 
         A directory of that name that records another topic id belongs to a deleted
         topic: it is moved aside for deletion and a new empty log takes its place.
         Raises ``PartitionMetadataError`` if the directory's file cannot be read.
         """
+        topic, index = name
         assert key.partition == index, f"key {key} opened as partition {index}"
-        name = (topic, index)
         partition_key = _key_of(key)
         known = self._names.get(partition_key)
         if known is not None:
             assert known == name, f"{partition_key} was opened as {known}, now as {name}"
             return self._opened[name]
-        directory = partition_dir(self.path, topic, index)
         if name in self.logs:
+            # (a new partition's path is not made: pathlib interns each part, a string
+            # kept for the life of the process per partition)
+            directory = partition_dir(self.path, topic, index)
             recorded = read_partition_metadata(directory)
             if recorded is None:
                 # created before topic ids were recorded, or a crash before the file
@@ -256,22 +258,28 @@ class LogDirectory:
                     partition_key.topic_id,
                 )
                 self.delete(topic, index)
+        if name not in self.logs:
+            # a new partition: no directory until its first write (``DeferredLog``), and no
+            # entry in this directory's tables either (two entries cost about 90 B for each
+            # of 100,000 idle partitions): ``materialize_log`` registers it. The caller
+            # keeps the log it was given (a second call before the first write would get
+            # another one)
+            return DeferredLog(self, name, partition_key.topic_id)
         self._names[partition_key] = name
-        opened: FileLog | DeferredLog
-        if name in self.logs:
-            opened = self.logs[name]
-        else:
-            # a new partition: no directory until its first write (``DeferredLog``)
-            opened = DeferredLog(self._materialize, name, partition_key.topic_id)
-        self._opened[name] = opened
+        opened = self._opened[name] = self.logs[name]
         return opened
 
-    def _materialize(self, name: TopicPartition, topic_id: uuid.UUID) -> FileLog:
-        """A deferred partition's first write: its directory, ``partition.metadata``, log."""
+    def materialize_log(
+        self, deferred: DeferredLog, name: TopicPartition, topic_id: uuid.UUID
+    ) -> FileLog:
+        """A deferred partition's first write: its directory, ``partition.metadata``, log;
+        from now on ``open_log`` gives ``deferred`` for it."""
         directory = partition_dir(self.path, *name)
         directory.mkdir(parents=True, exist_ok=True)
         write_partition_metadata(directory, topic_id)
         log = self.logs[name] = self._lazy_log(name, clean_shutdown=True)
+        self._names[PartitionKey(topic_id, name[1])] = name
+        self._opened[name] = deferred
         return log
 
     def checkpointed_high_watermark(self, key: PartitionId) -> int:

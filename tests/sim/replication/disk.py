@@ -51,7 +51,7 @@ class BrokerDisk:
 
     # -- LogDirectory ----------------------------------------------------------------------
 
-    def open_log(self, key: PartitionKey, topic: str, index: int) -> ReplicatedLog:
+    def open_log(self, key: PartitionKey, name: tuple[str, int]) -> ReplicatedLog:
         if key not in self.logs:
             self.logs[key] = SimLog()
         return self.logs[key]

@@ -46,7 +46,7 @@ def open_dir(path: Path, files: OpenFiles | None = None) -> LogDirectory:
 
 
 def fill(directory: LogDirectory, key: PartitionKey, topic: str, batches: int) -> None:
-    log = directory.open_log(key, topic, key.partition)
+    log = directory.open_log(key, (topic, key.partition))
     for i in range(batches):
         log.append(make_batch(2, tag=i), epoch=1)
 
@@ -55,18 +55,18 @@ def test_a_new_log_makes_its_directory_with_its_topic_id_at_its_first_write(
     tmp_path: Path,
 ) -> None:
     directory = open_dir(tmp_path)
-    log = directory.open_log(KEY, "orders", 0)
+    log = directory.open_log(KEY, ("orders", 0))
     assert (log.log_start_offset, log.log_end_offset, log.read(0, 100).records) == (0, 0, b"")
     assert not (tmp_path / "orders-0").exists(), "an unwritten partition has no directory"
     assert directory.close() and not (tmp_path / "orders-0").exists()
     directory = open_dir(tmp_path)
-    log = directory.open_log(KEY, "orders", 0)
+    log = directory.open_log(KEY, ("orders", 0))
     log.append(make_batch(3), epoch=1)
     assert log.log_end_offset == 3
     assert read_partition_metadata(tmp_path / "orders-0") == TOPIC_ID
     text = (tmp_path / "orders-0" / PARTITION_METADATA_FILE).read_text()
     assert text == f"version: 0\ntopic_id: {uuid_to_str(TOPIC_ID)}"
-    assert directory.open_log(KEY, "orders", 0) is log
+    assert directory.open_log(KEY, ("orders", 0)) is log
 
 
 def test_a_log_and_its_high_watermark_survive_a_clean_restart(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_a_log_and_its_high_watermark_survive_a_clean_restart(tmp_path: Path) ->
     again = open_dir(tmp_path)
     assert again.had_clean_shutdown and again.previous_broker_epoch == 7
     assert not (tmp_path / CLEAN_SHUTDOWN_MARKER).exists(), "removed at open"
-    log = again.open_log(KEY, "orders", 0)
+    log = again.open_log(KEY, ("orders", 0))
     assert again.checkpointed_high_watermark(KEY) == 6
     assert log.log_end_offset == 10
     assert read_offsets(tmp_path / REPLICATION_OFFSET_CHECKPOINT) == {("orders", 0): 6}
@@ -87,7 +87,7 @@ def test_a_log_and_its_high_watermark_survive_a_clean_restart(tmp_path: Path) ->
 
 def test_a_high_watermark_is_zero_before_any_checkpoint(tmp_path: Path) -> None:
     directory = open_dir(tmp_path)
-    directory.open_log(KEY, "orders", 0)
+    directory.open_log(KEY, ("orders", 0))
     assert directory.checkpointed_high_watermark(KEY) == 0
     assert directory.checkpointed_high_watermark(PartitionKey(OTHER_ID, 3)) == 0
 
@@ -101,7 +101,7 @@ def test_high_watermarks_of_partitions_not_opened_yet_are_kept(tmp_path: Path) -
     directory.close()
 
     again = open_dir(tmp_path)
-    again.open_log(KEY, "orders", 0)
+    again.open_log(KEY, ("orders", 0))
     again.write_high_watermarks({KEY: 1})
     assert read_offsets(tmp_path / REPLICATION_OFFSET_CHECKPOINT) == {
         ("orders", 0): 1,
@@ -118,7 +118,7 @@ def test_a_directory_of_a_deleted_topic_with_the_same_name_is_never_served(
     directory.close()
 
     again = open_dir(tmp_path)
-    log = again.open_log(KEY, "orders", 0)
+    log = again.open_log(KEY, ("orders", 0))
     assert log.log_end_offset == 0
     assert again.checkpointed_high_watermark(KEY) == 0
     [aside] = again.pending_deletions
@@ -139,7 +139,7 @@ def test_delete_log_moves_the_directory_aside_then_removes_it(tmp_path: Path) ->
     assert directory.remove_deleted_logs() == 1
     assert list(tmp_path.glob("*-delete")) == []
     # hosted again later: a fresh, empty log
-    assert directory.open_log(KEY, "orders", 0).log_end_offset == 0
+    assert directory.open_log(KEY, ("orders", 0)).log_end_offset == 0
 
 
 def test_deletions_interrupted_by_a_crash_are_resumed_at_the_next_open(tmp_path: Path) -> None:
@@ -159,7 +159,7 @@ def test_a_log_without_partition_metadata_is_adopted(tmp_path: Path) -> None:
     directory.log("orders", 0).append(make_batch(2), epoch=1)
     directory.close()
     again = open_dir(tmp_path)
-    assert again.open_log(KEY, "orders", 0).log_end_offset == 2
+    assert again.open_log(KEY, ("orders", 0)).log_end_offset == 2
     assert read_partition_metadata(tmp_path / "orders-0") == TOPIC_ID
 
 
@@ -169,7 +169,7 @@ def test_an_unreadable_partition_metadata_file_is_an_error_naming_it(tmp_path: P
     directory.close()
     (tmp_path / "orders-0" / PARTITION_METADATA_FILE).write_text("version: 0\ntopic: x\n")
     with pytest.raises(PartitionMetadataError, match=r"partition\.metadata line 2"):
-        open_dir(tmp_path).open_log(KEY, "orders", 0)
+        open_dir(tmp_path).open_log(KEY, ("orders", 0))
 
 
 @pytest.mark.parametrize(
@@ -241,7 +241,7 @@ def test_a_corrupt_checkpoint_is_read_as_empty_by_the_log_directory(tmp_path: Pa
     directory.close()
     (tmp_path / REPLICATION_OFFSET_CHECKPOINT).write_text("0\n1\norders 0\n")
     again = open_dir(tmp_path)
-    again.open_log(KEY, "orders", 0)
+    again.open_log(KEY, ("orders", 0))
     assert again.checkpointed_high_watermark(KEY) == 0
 
 
@@ -251,7 +251,7 @@ def test_a_corrupt_checkpoint_is_read_as_empty_by_the_log_directory(tmp_path: Pa
 def test_after_a_crash_there_is_no_marker_and_logs_are_recovered(tmp_path: Path) -> None:
     directory = open_dir(tmp_path)
     fill(directory, KEY, "orders", 4)
-    directory.open_log(KEY, "orders", 0).flush()
+    directory.open_log(KEY, ("orders", 0)).flush()
     directory.checkpoint_recovery_points()
     # a kill: nothing closed, no marker; a torn write at the tail
     with open(tmp_path / "orders-0" / "00000000000000000000.log", "ab") as file:
@@ -259,7 +259,7 @@ def test_after_a_crash_there_is_no_marker_and_logs_are_recovered(tmp_path: Path)
     again = open_dir(tmp_path)
     assert not again.had_clean_shutdown
     assert again.needing_recovery() == [("orders", 0)]
-    log = again.open_log(KEY, "orders", 0)
+    log = again.open_log(KEY, ("orders", 0))
     assert log.log_end_offset == 8
     assert again.needing_recovery() == []
     assert again.close()
@@ -288,5 +288,5 @@ def test_opening_many_partitions_opens_no_segment_file(tmp_path: Path) -> None:
     assert len(list(again)) == 20
     assert files.open_count == 0
     for key in keys:
-        assert again.open_log(key, "orders", key.partition).read(0, 1000).next_offset == 4
+        assert again.open_log(key, ("orders", key.partition)).read(0, 1000).next_offset == 4
         assert files.open_count <= 4

@@ -54,8 +54,7 @@ def new_partition(
     allowed = frozenset(eligible)
     return Partition(
         key=KEY,
-        topic=TOPIC,
-        index=0,
+        name=(TOPIC, 0),
         log=log or MemoryLog(),
         config=config or TopicConfig(min_insync_replicas=min_isr),
         broker_id=broker_id,

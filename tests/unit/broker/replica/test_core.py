@@ -42,7 +42,7 @@ class Logs:
     def __init__(self) -> None:
         self.logs: dict[PartitionKey, MemoryLog] = {}
 
-    def open_log(self, key: PartitionKey, topic: str, index: int) -> ReplicatedLog:
+    def open_log(self, key: PartitionKey, name: tuple[str, int]) -> ReplicatedLog:
         return self.logs.setdefault(key, MemoryLog())
 
     def checkpointed_high_watermark(self, key: PartitionKey) -> int:
