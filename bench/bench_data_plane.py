@@ -269,11 +269,12 @@ def rss_run(partitions: int, *, base_dir: Path | None, properties: dict[str, str
             window = time.monotonic() - window_began
             idle_cpu = {n: (cpu_seconds(cluster.pid(n)) - cpu_before[n]) / window
                         for n in brokers}
+            settled = {n: rss_bytes(cluster.pid(n))[0] for n in brokers}
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return RssFigures(partitions=partitions, replication_factor=3, before=before, after=after,
                       hosted=hosted, seconds_to_create=created,
-                      seconds_until_hosted=until_hosted, idle_cpu=idle_cpu)
+                      seconds_until_hosted=until_hosted, idle_cpu=idle_cpu, settled=settled)
 
 
 # -- the command ------------------------------------------------------------------------------

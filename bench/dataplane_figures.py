@@ -144,7 +144,14 @@ class RssFigures:
     # broker node id -> CPU it used while idle, as a share of one core (a window after
     # every replica is hosted: followers' fetch sessions, ISR checks, retention, timers)
     idle_cpu: Mapping[int, float] = attrs.field(factory=dict)
+    # broker node id -> bytes once that idle window is over (the fetch sessions filled,
+    # the first ISR checks run): the steady cost of idle replicas
+    settled: Mapping[int, int] = attrs.field(factory=dict)
 
     def per_replica_bytes(self) -> dict[int, float]:
         return {node: (self.after[node] - self.before[node]) / max(self.hosted[node], 1)
                 for node in self.before}
+
+    def settled_per_replica_bytes(self) -> dict[int, float]:
+        return {node: (self.settled[node] - self.before[node]) / max(self.hosted[node], 1)
+                for node in self.settled}

@@ -127,12 +127,16 @@ def rss_report(figures: RssFigures, out: Callable[[str], None] = print) -> None:
     out(f"{figures.partitions:,} partitions at RF {figures.replication_factor}: created in "
         f"{figures.seconds_to_create:.1f} s, every broker hosting its replicas after "
         f"{figures.seconds_until_hosted:.1f} s.\n")
+    settled = figures.settled_per_replica_bytes()
     out("| broker | replicas hosted | RSS before (MiB) | RSS after (MiB) | bytes per replica "
-        "| idle CPU (% of a core) |")
-    out("| --- | ---: | ---: | ---: | ---: | ---: |")
+        "| idle CPU (% of a core) | RSS settled (MiB) | bytes per idle replica |")
+    out("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for node in sorted(per):
         cpu = figures.idle_cpu.get(node)
+        steady = figures.settled.get(node)
         out(f"| {node} | {figures.hosted[node]:,} | {figures.before[node] / _MIB:,.1f} | "
             f"{figures.after[node] / _MIB:,.1f} | {per[node]:,.0f} | "
-            f"{'-' if cpu is None else f'{100 * cpu:.1f}'} |")
+            f"{'-' if cpu is None else f'{100 * cpu:.1f}'} | "
+            f"{'-' if steady is None else f'{steady / _MIB:,.1f}'} | "
+            f"{'-' if node not in settled else f'{settled[node]:,.0f}'} |")
     out("\n" + json.dumps({"bench": "bench_data_plane.rss", **cattrs.unstructure(figures)}))

@@ -27,7 +27,7 @@ from broker.replica.output import (
     Outbox,
     ReplicaOutput,
 )
-from broker.replica.partition import AssignmentOutcome, Partition
+from broker.replica.partition import AssignmentOutcome, Partition, PartitionContext
 from broker.replica.partition_table import PartitionTable
 from broker.replica.producing import Producing
 from broker.replica.serving import Serving
@@ -73,6 +73,10 @@ class ReplicaCore:
         self._logs = logs
         self._image = EMPTY_IMAGE
         self.partitions = PartitionTable()
+        self._partition_context = PartitionContext(
+            # one bound method for every partition
+            self.broker_id, config.replica_lag_time_max_ms, self.is_isr_eligible
+        )
         self._request_ids = itertools.count(1)
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.producing = Producing(self.partitions.by_name, self.partitions.get)
@@ -94,7 +98,6 @@ class ReplicaCore:
         # broker's check costs nothing (Kafka walks every led partition)
         self._isr_watch: dict[PartitionKey, None] = {}
         self._isr_check: list[PartitionKey] | None = None  # this check's partitions left
-        self._is_isr_eligible = self.is_isr_eligible  # one bound method for every partition
         self._topic_configs: dict[str, tuple[Mapping[str, str], TopicConfig]] = {}
 
     # -- views ---------------------------------------------------------------------------
@@ -276,9 +279,7 @@ class ReplicaCore:
                 name=name,
                 log=self._logs.open_log(key, name),
                 config=config,
-                broker_id=self.broker_id,
-                replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
-                is_isr_eligible=self._is_isr_eligible,
+                context=self._partition_context,
                 high_watermark=self._logs.checkpointed_high_watermark(key),
             )
             self.partitions.add(partition)

@@ -42,6 +42,7 @@ _INT32_MAX: Final = 2**31 - 1
 
 # (topic name, partition index): Fetch v12 names topics, it has no topic ids
 TopicPartitionName = tuple[str, int]
+_ABSENT: Final = object()
 # what a partition is fetched with (compared with != to find changes): the replica
 # fetcher's own per-partition state, so a partition costs one object on this side
 D = TypeVar("D")
@@ -77,14 +78,17 @@ class FetchSessionHandler(Generic[D]):
         self.epoch = INITIAL_EPOCH
         # what the leader holds: the partitions of the last built request and their data
         self._session: dict[TopicPartitionName, D] = {}
-        # what the next request should ask for (the partitions ready to fetch)
-        self._wanted: dict[TopicPartitionName, D] = {}
-        # names in the session whose wanted data may differ from the session's (changed or
-        # dropped), and names wanted but not in the session yet (joining), each in the order
-        # they came: a request looks at the first and at most its room of the second, so a
-        # session filling 500 at a time does not walk 60,000 waiting names per request
-        self._pending: dict[TopicPartitionName, None] = {}
-        self._joining: dict[TopicPartitionName, None] = {}
+        # what the next request should ask for (the partitions ready to fetch) is the
+        # session with these changes, not a table of its own (a follower of 100,000 idle
+        # partitions would pay an entry per partition twice): names in the session whose
+        # wanted data may differ (the new data, or None: not wanted), and names wanted
+        # but not in the session yet (joining), each in the order they came. A request
+        # looks at the first and at most its room of the second, so a session filling 500
+        # at a time does not walk 60,000 waiting names per request
+        self._pending: dict[TopicPartitionName, D | None] = {}
+        self._joining: dict[TopicPartitionName, D] = {}
+        # how many names of the session are pending as not wanted
+        self._unwanted = 0
         # at most this many partitions join the session per request (None: all at once), so
         # the leader reads and the follower applies a bounded number per step; the others
         # join in the next requests
@@ -102,33 +106,47 @@ class FetchSessionHandler(Generic[D]):
         return self._session
 
     @property
-    def wanted(self) -> Mapping[TopicPartitionName, D]:
-        return self._wanted
+    def has_wanted(self) -> bool:
+        """Whether any partition is ready to fetch."""
+        return bool(self._joining) or len(self._session) > self._unwanted
+
+    def wanted(self) -> dict[TopicPartitionName, D]:
+        """Every partition ready to fetch, with its data (built on demand)."""
+        out = {}
+        pending = self._pending
+        for name, data in self._session.items():
+            wanted = pending.get(name, data)
+            if wanted is not None:
+                out[name] = wanted
+        out.update(self._joining)
+        return out
+
+    def _set_pending(self, name: TopicPartitionName, data: D | None) -> None:
+        before = self._pending.get(name, _ABSENT)
+        self._unwanted += (data is None) - (before is None)
+        self._pending[name] = data
 
     def want(self, name: TopicPartitionName, data: D) -> None:
         """Fetch ``name`` with ``data`` from the next request on (added or changed)."""
-        self._wanted[name] = data
         if name in self._session:
-            self._pending[name] = None
+            self._set_pending(name, data)
         else:
-            self._joining[name] = None
+            self._joining[name] = data
 
     def drop(self, name: TopicPartitionName) -> None:
         """Stop fetching ``name`` (removed, or backing off): forgotten by the next request."""
-        self._wanted.pop(name, None)
         self._joining.pop(name, None)
         if name in self._session:
-            self._pending[name] = None
+            self._set_pending(name, None)
 
     def build(self) -> SessionRequest[D]:
         """The next request, updating the session to it."""
         if self.is_full_next:
             return self._build_full()
-        session, wanted = self._session, self._wanted
+        session = self._session
         changed: dict[TopicPartitionName, D] = {}
         forgotten = []
-        for name in self._pending:
-            data = wanted.get(name)
+        for name, data in self._pending.items():
             before = session.get(name)
             if data is None:
                 if before is not None:
@@ -138,15 +156,14 @@ class FetchSessionHandler(Generic[D]):
                 session[name] = data
                 changed[name] = data
         self._pending = {}
+        self._unwanted = 0
         joining = self._joining
         room = len(joining) if self._max_new is None else self._max_new
         newcomers = list(itertools.islice(joining, room))
         for name in newcomers:
-            del joining[name]
-            data = wanted.get(name)
-            if data is not None and name not in session:
-                session[name] = data
-                changed[name] = data
+            data = joining.pop(name)
+            session[name] = data
+            changed[name] = data
         return SessionRequest(
             session_id=self.session_id,
             session_epoch=self.epoch,
@@ -156,13 +173,15 @@ class FetchSessionHandler(Generic[D]):
         )
 
     def _build_full(self) -> SessionRequest[D]:
-        room = len(self._wanted)
+        wanted = self.wanted()
+        room = len(wanted)
         if self._max_new is not None and not self._sessionless:
             room = min(room, self._max_new)
-        self._session = dict(itertools.islice(self._wanted.items(), room))
+        self._session = dict(itertools.islice(wanted.items(), room))
         # the rest join the session in the next requests
         self._pending = {}
-        self._joining = dict.fromkeys(n for n in self._wanted if n not in self._session)
+        self._unwanted = 0
+        self._joining = {n: d for n, d in wanted.items() if n not in self._session}
         return SessionRequest(
             session_id=self.session_id,
             session_epoch=self.epoch,

@@ -41,7 +41,9 @@ __all__ = ["FETCH_VERSION", "FetchedPartition", "PartitionFetchState", "ReplicaF
 FETCH_VERSION = 12
 
 
-@attrs.frozen(kw_only=True)
+# one per followed partition: no weakref slot, and a backoff or failure kept beside it (rare)
+# rather than in it, so it fits an 80-B block
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class PartitionFetchState:
     key: PartitionKey
     name: TopicPartitionName
@@ -49,11 +51,6 @@ class PartitionFetchState:
     last_fetched_epoch: int
     log_start_offset: int
     current_leader_epoch: int
-    delayed_until_ms: int = 0
-    failed: bool = False
-
-    def ready(self, now_ms: int) -> bool:
-        return not self.failed and now_ms >= self.delayed_until_ms
 
 
 @attrs.frozen(kw_only=True)
@@ -80,6 +77,10 @@ class ReplicaFetcher:
         )
         # backed-off partitions, by the time they are ready again (stale entries skipped)
         self._delayed: list[tuple[int, PartitionKey]] = []
+        # partitions backing off, until when; partitions failed (the leader is ahead of our
+        # metadata: wait for a new image)
+        self._delayed_until: dict[PartitionKey, int] = {}
+        self._failed: set[PartitionKey] = set()
         # the id of the request in flight (what each partition asked with is the session's)
         self._in_flight: int | None = None
         # ids unique across the broker's fetchers: an answer to a fetcher that was
@@ -102,14 +103,15 @@ class ReplicaFetcher:
     # -- partitions ------------------------------------------------------------------------
 
     def _set(self, state: PartitionFetchState) -> None:
-        self._states[state.key] = state
-        if state.failed:
+        key = state.key
+        self._states[key] = state
+        if key in self._failed or key in self._delayed_until:
             self._session.drop(state.name)
-        elif state.delayed_until_ms > 0:
-            self._session.drop(state.name)
-            heapq.heappush(self._delayed, (state.delayed_until_ms, state.key))
         else:
             self._session.want(state.name, state)
+
+    def _ready(self, key: PartitionKey, now_ms: int) -> bool:
+        return key not in self._failed and now_ms >= self._delayed_until.get(key, 0)
 
     def _request_data(self, state: PartitionFetchState) -> FetchRequestPartition:
         return FetchRequestPartition(
@@ -126,10 +128,14 @@ class ReplicaFetcher:
         old = self._states.get(state.key)
         if old is not None and old.name != state.name:
             self._session.drop(old.name)
+        self._failed.discard(state.key)
+        self._delayed_until.pop(state.key, None)
         self._set(state)
 
     def remove_partition(self, key: PartitionKey) -> None:
         old = self._states.pop(key, None)
+        self._failed.discard(key)
+        self._delayed_until.pop(key, None)
         if old is not None:
             self._session.drop(old.name)
 
@@ -138,25 +144,27 @@ class ReplicaFetcher:
     ) -> None:
         state = self._states.get(key)
         if state is not None:
+            self._delayed_until.pop(key, None)
             self._set(attrs.evolve(
                 state,
                 fetch_offset=fetch_offset,
                 last_fetched_epoch=last_fetched_epoch,
                 log_start_offset=log_start_offset,
-                delayed_until_ms=0,
             ))
 
     def delay(self, key: PartitionKey, now_ms: int) -> None:
         state = self._states.get(key)
-        if state is not None and state.delayed_until_ms <= now_ms:
-            self._set(attrs.evolve(
-                state, delayed_until_ms=now_ms + self._config.replica_fetch_backoff_ms
-            ))
+        if state is not None and self._delayed_until.get(key, 0) <= now_ms:
+            until = self._delayed_until[key] = now_ms + self._config.replica_fetch_backoff_ms
+            if key not in self._failed:
+                heapq.heappush(self._delayed, (until, key))
+            self._set(state)
 
     def fail(self, key: PartitionKey) -> None:
         state = self._states.get(key)
         if state is not None:
-            self._set(attrs.evolve(state, failed=True))
+            self._failed.add(key)
+            self._set(state)
 
     def _ready_again(self, now_ms: int) -> None:
         """Backed-off partitions whose time came rejoin the wanted set."""
@@ -164,8 +172,13 @@ class ReplicaFetcher:
         while delayed and delayed[0][0] <= now_ms:
             until, key = heapq.heappop(delayed)
             state = self._states.get(key)
-            if state is not None and not state.failed and state.delayed_until_ms == until:
-                self._set(attrs.evolve(state, delayed_until_ms=0))
+            if (
+                state is not None
+                and key not in self._failed
+                and self._delayed_until.get(key) == until
+            ):
+                del self._delayed_until[key]
+                self._set(state)
 
     # -- requests --------------------------------------------------------------------------
 
@@ -174,7 +187,7 @@ class ReplicaFetcher:
         if self._in_flight is not None:
             return None
         self._ready_again(now_ms)
-        if not self._session.wanted:
+        if not self._session.has_wanted:
             return None
         built = self._session.build()
         request_id = next(self._request_ids)
@@ -227,7 +240,7 @@ class ReplicaFetcher:
                 state = self._states.get(key)
                 if (
                     state is None
-                    or not state.ready(now_ms)
+                    or not self._ready(key, now_ms)
                     or state.fetch_offset != requested.fetch_offset
                     or state.current_leader_epoch != requested.current_leader_epoch
                 ):
@@ -252,7 +265,11 @@ class ReplicaFetcher:
         while delayed:
             until, key = delayed[0]
             state = self._states.get(key)
-            if state is not None and not state.failed and state.delayed_until_ms == until:
+            if (
+                state is not None
+                and key not in self._failed
+                and self._delayed_until.get(key) == until
+            ):
                 return until
             heapq.heappop(delayed)  # removed, failed or ready again since
         return None

@@ -48,7 +48,7 @@ from broker.replica_manager import PartitionAssignment, PartitionKey, PartitionR
 from quorum.log import OffsetAndEpoch, ReplicatedLog
 from quorum.wire.error_codes import Errors
 
-__all__ = ["AcceptedIsr", "AssignmentOutcome", "Partition"]
+__all__ = ["AcceptedIsr", "AssignmentOutcome", "Partition", "PartitionContext"]
 
 NO_LEADER = -1
 # a follower not heard from: one immutable state shared by all of them
@@ -80,13 +80,21 @@ class AcceptedIsr:
     partition_epoch: int
 
 
+@attrs.frozen
+class PartitionContext:
+    """What every partition of one broker shares (one object, not three slots each)."""
+
+    broker_id: int
+    replica_lag_time_max_ms: int
+    # whether a replica may be in the ISR (registered, unfenced, not shutting down)
+    is_isr_eligible: Callable[[int], bool]
+
+
 class Partition:
     # slots: a broker may host 100,000 of these, most idle (a __dict__ each costs ~100 B)
     __slots__ = (
-        "_eligible",
-        "_lag_max_ms",
-        "broker_id",
         "config",
+        "context",
         "epoch_start_offset",
         "followers",
         "high_watermark",
@@ -108,9 +116,7 @@ class Partition:
         name: tuple[str, int],
         log: ReplicatedLog,
         config: TopicConfig,
-        broker_id: int,
-        replica_lag_time_max_ms: int,
-        is_isr_eligible: Callable[[int], bool],
+        context: PartitionContext,
         high_watermark: int = 0,
     ) -> None:
         self.key = key
@@ -119,9 +125,7 @@ class Partition:
         self.name = name
         self.log = log
         self.config = config
-        self.broker_id = broker_id
-        self._lag_max_ms = replica_lag_time_max_ms
-        self._eligible = is_isr_eligible
+        self.context = context
         self.role = PartitionRole.FOLLOWER
         self.leader_id = NO_LEADER
         self.leader_epoch = -1
@@ -141,6 +145,10 @@ class Partition:
         )
 
     # -- views ---------------------------------------------------------------------------
+
+    @property
+    def broker_id(self) -> int:
+        return self.context.broker_id
 
     @property
     def topic(self) -> str:
@@ -180,7 +188,7 @@ class Partition:
         brokers, as their fetches reported them (Kafka's lowWatermarkIfLeader)."""
         low = self.log_start_offset
         for replica, state in self.followers.items():
-            if state.log_start_offset < low and self._eligible(replica):
+            if state.log_start_offset < low and self.context.is_isr_eligible(replica):
                 low = state.log_start_offset
         return low
 
@@ -258,9 +266,9 @@ class Partition:
                     leader_end_offset=leader_end,
                     last_caught_up_ms=state.last_caught_up_ms,
                     now_ms=now_ms,
-                    max_lag_ms=self._lag_max_ms,
+                    max_lag_ms=self.context.replica_lag_time_max_ms,
                 ),
-                eligible=self._eligible(replica),
+                eligible=self.context.is_isr_eligible(replica),
             )
             for replica, state in self.followers.items()
         ]
@@ -351,7 +359,7 @@ class Partition:
             return None
         follower = self.followers.get(replica_id)
         assert self.epoch_start_offset is not None
-        if follower is None or not self._eligible(replica_id):
+        if follower is None or not self.context.is_isr_eligible(replica_id):
             return None
         if not is_isr_candidate(
             replica_end_offset=follower.log_end_offset,
@@ -381,7 +389,7 @@ class Partition:
                 leader_end_offset=leader_end,
                 last_caught_up_ms=follower.last_caught_up_ms,
                 now_ms=now_ms,
-                max_lag_ms=self._lag_max_ms,
+                max_lag_ms=self.context.replica_lag_time_max_ms,
             ):
                 lagging.add(replica)
         return frozenset(lagging)

@@ -24,6 +24,7 @@ __all__ = [
     "ReplicaState",
     "follower_states",
     "reset_replica_state",
+    "shared_state",
     "update_fetch_state",
 ]
 
@@ -59,13 +60,44 @@ def update_fetch_state(
         caught_up = max(state.last_caught_up_ms, state.last_fetch_ms)
     else:
         caught_up = state.last_caught_up_ms
-    return ReplicaState(
-        log_start_offset=log_start_offset,
-        log_end_offset=fetch_offset,
-        last_fetch_leader_end_offset=max(leader_end_offset, state.last_fetch_leader_end_offset),
-        last_fetch_ms=fetch_ms,
-        last_caught_up_ms=caught_up,
+    return shared_state(
+        log_start_offset,
+        fetch_offset,
+        max(leader_end_offset, state.last_fetch_leader_end_offset),
+        fetch_ms,
+        caught_up,
     )
+
+
+# States repeat: every idle partition that joins a follower's session in one fetch gets
+# the same one (offsets 0, that fetch's time). One object per distinct state recently made
+# instead of one per follower of each partition (80 B each, two per led partition at RF 3).
+_recent: dict[tuple[int, int, int, int, int], ReplicaState] = {}
+_RECENT_MAX = 4096
+
+
+def shared_state(
+    log_start_offset: int,
+    log_end_offset: int,
+    last_fetch_leader_end_offset: int,
+    last_fetch_ms: int,
+    last_caught_up_ms: int,
+) -> ReplicaState:
+    """A ``ReplicaState`` of these values, the same object as a recent equal one."""
+    values = (log_start_offset, log_end_offset, last_fetch_leader_end_offset, last_fetch_ms,
+              last_caught_up_ms)
+    found = _recent.get(values)
+    if found is None:
+        if len(_recent) >= _RECENT_MAX:
+            _recent.clear()
+        found = _recent[values] = ReplicaState(
+            log_start_offset=log_start_offset,
+            log_end_offset=log_end_offset,
+            last_fetch_leader_end_offset=last_fetch_leader_end_offset,
+            last_fetch_ms=last_fetch_ms,
+            last_caught_up_ms=last_caught_up_ms,
+        )
+    return found
 
 
 def reset_replica_state(
@@ -85,17 +117,13 @@ def reset_replica_state(
     """
     caught_up = now_ms if in_isr else NEVER_MS
     if is_new_leader:
-        return ReplicaState(
-            log_end_offset=UNKNOWN_OFFSET,
-            last_fetch_leader_end_offset=UNKNOWN_OFFSET,
-            last_fetch_ms=NEVER_MS,
-            last_caught_up_ms=caught_up,
-        )
-    return attrs.evolve(
-        state,
-        last_fetch_leader_end_offset=leader_end_offset,
-        last_fetch_ms=now_ms if in_isr else NEVER_MS,
-        last_caught_up_ms=caught_up,
+        return shared_state(UNKNOWN_OFFSET, UNKNOWN_OFFSET, UNKNOWN_OFFSET, NEVER_MS, caught_up)
+    return shared_state(
+        state.log_start_offset,
+        state.log_end_offset,
+        leader_end_offset,
+        now_ms if in_isr else NEVER_MS,
+        caught_up,
     )
 
 

@@ -57,13 +57,13 @@ from broker.replica.session_cache import (
     FetchContext,
     FetchSession,
     FetchSessionCache,
+    PartitionFetchData,
 )
 from broker.replica_manager import PartitionKey
 from quorum.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     FetchRequest,
-    FetchRequestPartition,
     FetchResponseEpochEndOffset,
     FetchResponsePartition,
 )
@@ -89,7 +89,7 @@ class DelayedFetch:
     # while it waits: what it asked of each watched partition, and the bytes each has for it
     # (checked one touched partition at a time: a session may hold 100,000 partitions);
     # a follower session's fetch finds what it asked in the session instead
-    requested: dict[PartitionKey, FetchRequestPartition] = attrs.field(factory=dict)
+    requested: dict[PartitionKey, PartitionFetchData] = attrs.field(factory=dict)
     available: dict[PartitionKey, int] = attrs.field(factory=dict)
     # the partitions the last read looked at (their news is in the answer built from it)
     read: list[TopicPartitionName] = attrs.field(factory=list)
@@ -160,8 +160,9 @@ class Serving:
         if session is not None:
             cached = session.partitions
             dirty = session.dirty
-            partitions = [(name, cached[name].data)
-                          for name in itertools.islice(dirty, SESSION_READ_SLICE)]
+            partitions: list[tuple[TopicPartitionName, PartitionFetchData]] = [
+                (name, cached[name]) for name in itertools.islice(dirty, SESSION_READ_SLICE)
+            ]
         else:
             partitions = op.context.partitions
         op.read.clear()
@@ -196,15 +197,14 @@ class Serving:
             return False
         state = partition.followers.get(session.replica_id)
         end = partition.log_end_offset
-        data = cached.data
         return (
             state is not None
             and state.log_end_offset == end
-            and data.fetch_offset == end
-            and data.current_leader_epoch in (-1, partition.leader_epoch)
+            and cached.fetch_offset == end
+            and cached.current_leader_epoch in (-1, partition.leader_epoch)
             and session.replica_id in partition.isr_state.isr
-            and cached.high_watermark == partition.high_watermark
-            and cached.log_start_offset == partition.log_start_offset
+            and cached.sent_high_watermark == partition.high_watermark
+            and cached.sent_log_start_offset == partition.log_start_offset
         )
 
     def mark_changed(self, partition: Partition) -> list[FetchSession]:
@@ -229,7 +229,7 @@ class Serving:
         self,
         op: DelayedFetch,
         name: TopicPartitionName,
-        data: FetchRequestPartition,
+        data: PartitionFetchData,
         limit: int,
         min_one: bool,
         now_ms: int,
@@ -333,7 +333,7 @@ class Serving:
         self._answered(op)
 
     def _satisfied_by(
-        self, op: DelayedFetch, key: PartitionKey, data: FetchRequestPartition | None
+        self, op: DelayedFetch, key: PartitionKey, data: PartitionFetchData | None
     ) -> bool:
         """Kafka's DelayedFetch.tryComplete for the one partition that changed (with
         offsets instead of segment positions); the bytes the others had are remembered."""
@@ -382,7 +382,7 @@ class Serving:
                 continue
             cached = session.partitions[partition.name]
             for op_id, op in watching:
-                if self._satisfied_by(op, key, cached.data):
+                if self._satisfied_by(op, key, cached):
                     self.purgatory.complete(op_id)
                     self._complete(op, now_ms, outbox)
         for op_id, op in self.purgatory.watchers(key):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import enum
 import random
 from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 import attrs
 
@@ -48,7 +49,13 @@ from quorum.wire.messages import (
     FetchResponseTopic,
 )
 
-__all__ = ["EVICTION_MS", "ContextKind", "FetchContext", "FetchSessionCache"]
+__all__ = [
+    "EVICTION_MS",
+    "ContextKind",
+    "FetchContext",
+    "FetchSessionCache",
+    "PartitionFetchData",
+]
 
 EVICTION_MS = 120_000
 
@@ -60,24 +67,82 @@ class ContextKind(enum.Enum):
     ERROR = "error"
 
 
-@attrs.define
+class PartitionFetchData(Protocol):
+    """What a fetch asks of one partition: the request's own partition data, or a
+    session's cached copy of it."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def current_leader_epoch(self) -> int: ...
+    @property
+    def fetch_offset(self) -> int: ...
+    @property
+    def last_fetched_epoch(self) -> int: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def partition_max_bytes(self) -> int: ...
+
+
+# byte limits repeat (every follower asks with replica.fetch.max.bytes): one int object
+# per distinct value instead of one per cached partition
+_byte_limits: dict[int, int] = {}
+
+
+def _shared_limit(value: int) -> int:
+    shared = _byte_limits.get(value)
+    if shared is None:
+        if len(_byte_limits) >= 64:
+            return value
+        shared = _byte_limits[value] = value
+    return shared
+
+
 class _CachedPartition:
-    data: FetchRequestPartition
-    high_watermark: int = -1
-    log_start_offset: int = -1
+    """A session's partition: what it was last asked with, flat (no request object kept:
+    a follower's session may hold 100,000 of these), and what it was last sent."""
+
+    __slots__ = (
+        "current_leader_epoch",
+        "fetch_offset",
+        "last_fetched_epoch",
+        "log_start_offset",
+        "name",
+        "partition_max_bytes",
+        "sent_high_watermark",
+        "sent_log_start_offset",
+    )
+
+    def __init__(self, name: TopicPartitionName, data: PartitionFetchData) -> None:
+        self.name = name
+        self.sent_high_watermark = -1
+        self.sent_log_start_offset = -1
+        self.update(data)
+
+    @property
+    def partition(self) -> int:
+        return self.name[1]
+
+    def update(self, data: PartitionFetchData) -> None:
+        self.current_leader_epoch = data.current_leader_epoch
+        self.fetch_offset = data.fetch_offset
+        self.last_fetched_epoch = data.last_fetched_epoch
+        self.log_start_offset = data.log_start_offset
+        self.partition_max_bytes = _shared_limit(data.partition_max_bytes)
 
     def must_respond(self, answer: FetchResponsePartition) -> bool:
         """Kafka's maybeUpdateResponseData: whether the answer has news (and remember it)."""
         news = bool(answer.records) or answer.diverging_epoch.epoch != -1
-        if answer.high_watermark != self.high_watermark:
+        if answer.high_watermark != self.sent_high_watermark:
             news = True
-            self.high_watermark = answer.high_watermark
-        if answer.log_start_offset != self.log_start_offset:
+            self.sent_high_watermark = answer.high_watermark
+        if answer.log_start_offset != self.sent_log_start_offset:
             news = True
-            self.log_start_offset = answer.log_start_offset
+            self.sent_log_start_offset = answer.log_start_offset
         if answer.error_code != Errors.NONE:
             # resent once the error goes away
-            self.high_watermark = -1
+            self.sent_high_watermark = -1
             news = True
         return news
 
@@ -120,7 +185,7 @@ def _forgotten(request: FetchRequest) -> list[TopicPartitionName]:
 class FetchContext:
     kind: ContextKind
     # a full or sessionless request: its partitions; an incremental one: the session's
-    requested: list[tuple[TopicPartitionName, FetchRequestPartition]]
+    requested: list[tuple[TopicPartitionName, PartitionFetchData]]
     # an incremental request: the partitions it named (new or changed fetch state)
     listed: frozenset[TopicPartitionName] = frozenset()
     # ... and how many of them joined the session with it (they are answered at once)
@@ -132,11 +197,11 @@ class FetchContext:
     _cache: FetchSessionCache | None = None
 
     @property
-    def partitions(self) -> list[tuple[TopicPartitionName, FetchRequestPartition]]:
+    def partitions(self) -> list[tuple[TopicPartitionName, PartitionFetchData]]:
         """Every partition the request covers (a whole session for an incremental one:
         built on demand, a follower's session may hold 100,000)."""
         if self.kind is ContextKind.INCREMENTAL and self.session is not None:
-            return [(name, cached.data) for name, cached in self.session.partitions.items()]
+            return list(self.session.partitions.items())
         return self.requested
 
     def build_response(
@@ -150,14 +215,11 @@ class FetchContext:
             return self._incremental(answers)
         session_id = INVALID_SESSION_ID
         if self.kind is ContextKind.FULL and self._cache is not None:
-            cached = {
-                name: _CachedPartition(
-                    data=data,
-                    high_watermark=answers[name].high_watermark,
-                    log_start_offset=answers[name].log_start_offset,
-                )
-                for name, data in self.partitions
-            }
+            cached = {}
+            for name, data in self.partitions:
+                entry = cached[name] = _CachedPartition(name, data)
+                entry.sent_high_watermark = answers[name].high_watermark
+                entry.sent_log_start_offset = answers[name].log_start_offset
             session_id = self._cache.maybe_create(
                 cached, now_ms, replica_id=self.replica_id, fetched_ms=self.arrived_ms
             )
@@ -247,9 +309,9 @@ class FetchSessionCache:
             cached = session.partitions.get(name)
             if cached is None:
                 joined += 1
-                session.partitions[name] = _CachedPartition(data=data)
+                session.partitions[name] = _CachedPartition(name, data)
             else:
-                cached.data = data
+                cached.update(data)
             if session.privileged:
                 session.dirty[name] = None  # its fetch state changed: read it
         for name in _forgotten(request):

@@ -125,7 +125,8 @@ class BrokerRegistration:
         return next((e for e in self.listeners if e.name == name), None)
 
 
-@attrs.frozen(kw_only=True)
+# no weakref slot: 8 fields fit a 96-B block (with it, 112 B); an image holds one per partition
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class PartitionRegistration:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]

@@ -26,9 +26,13 @@ __all__ = ["CHUNK_SIZE", "EMPTY_PARTITIONS", "PartitionMap"]
 
 CHUNK_SIZE: Final = 1024
 _SHIFT: Final = CHUNK_SIZE.bit_length() - 1
+_MASK: Final = CHUNK_SIZE - 1
 assert 1 << _SHIFT == CHUNK_SIZE
 
-Chunk = dict[int, PartitionRegistration]
+# position i of chunk k: partition k * CHUNK_SIZE + i (None: no such partition). A list,
+# not a dict keyed by index: 8 B a partition instead of a table entry and an int object
+# for each index above 256 (about 60 B), in every image of every node
+Chunk = list[PartitionRegistration | None]
 
 
 class PartitionMap(Mapping[int, PartitionRegistration]):
@@ -53,14 +57,18 @@ class PartitionMap(Mapping[int, PartitionRegistration]):
         copied: set[int] = set()
         length = self._length
         for index, partition in changes.items():
-            key = index >> _SHIFT
+            if index < 0:
+                raise KeyError(index)
+            key, position = index >> _SHIFT, index & _MASK
             if key not in copied:
-                chunks[key] = dict(chunks.get(key, ()))
+                chunks[key] = list(chunks.get(key, ()))
                 copied.add(key)
             chunk = chunks[key]
-            if index not in chunk:
+            if position >= len(chunk):
+                chunk.extend([None] * (position + 1 - len(chunk)))
+            if chunk[position] is None:
                 length += 1
-            chunk[index] = partition
+            chunk[position] = partition
         return PartitionMap(chunks, length)
 
     def changed_against(
@@ -82,40 +90,52 @@ class PartitionMap(Mapping[int, PartitionRegistration]):
             before = theirs.get(key)
             if before is chunk:
                 continue
-            for index, new in chunk.items():
-                old = None if before is None else before.get(index)
-                if old is not new:
-                    yield index, old, new
-            if before is not None:
-                for index, old in before.items():
-                    if index not in chunk:
-                        yield index, old, None
+            base = key << _SHIFT
+            if before is None:
+                before = []
+            for position, now in enumerate(chunk):
+                was = before[position] if position < len(before) else None
+                if was is not now:
+                    yield base + position, was, now
+            for position in range(len(chunk), len(before)):
+                gone = before[position]
+                if gone is not None:
+                    yield base + position, gone, None
         for key, chunk in theirs.items():
             if key not in self._chunks:
-                for index, old in chunk.items():
-                    yield index, old, None
+                base = key << _SHIFT
+                for position, gone in enumerate(chunk):
+                    if gone is not None:
+                        yield base + position, gone, None
 
     # -- Mapping ----------------------------------------------------------------------------
 
-    def __getitem__(self, index: int) -> PartitionRegistration:
+    def _find(self, index: int) -> PartitionRegistration | None:
         chunk = self._chunks.get(index >> _SHIFT)
-        if chunk is None:
+        position = index & _MASK
+        if chunk is None or position >= len(chunk) or index < 0:
+            return None
+        return chunk[position]
+
+    def __getitem__(self, index: int) -> PartitionRegistration:
+        found = self._find(index) if isinstance(index, int) else None
+        if found is None:
             raise KeyError(index)
-        return chunk[index]
+        return found
 
     def get(self, index: int, default: object = None) -> object:  # type: ignore[override]
-        chunk = self._chunks.get(index >> _SHIFT)
-        return default if chunk is None else chunk.get(index, default)
+        found = self._find(index) if isinstance(index, int) else None
+        return default if found is None else found
 
     def __contains__(self, index: object) -> bool:
-        if not isinstance(index, int):
-            return False
-        chunk = self._chunks.get(index >> _SHIFT)
-        return chunk is not None and index in chunk
+        return isinstance(index, int) and self._find(index) is not None
 
     def __iter__(self) -> Iterator[int]:
-        for chunk in self._chunks.values():
-            yield from chunk
+        for key, chunk in self._chunks.items():
+            base = key << _SHIFT
+            for position, partition in enumerate(chunk):
+                if partition is not None:
+                    yield base + position
 
     def __len__(self) -> int:
         return self._length
@@ -130,6 +150,13 @@ class PartitionMap(Mapping[int, PartitionRegistration]):
         """The chunks in index order (do not change them)."""
         return iter(self._chunks.values())
 
+    def items_of_chunks(self) -> Iterator[tuple[int, PartitionRegistration]]:
+        for key, chunk in self._chunks.items():
+            base = key << _SHIFT
+            for position, partition in enumerate(chunk):
+                if partition is not None:
+                    yield base + position, partition
+
     def __repr__(self) -> str:
         return f"PartitionMap({dict(self.items())!r})"
 
@@ -138,8 +165,7 @@ class _Items(ItemsView[int, PartitionRegistration]):
     _mapping: PartitionMap
 
     def __iter__(self) -> Iterator[tuple[int, PartitionRegistration]]:
-        for chunk in self._mapping.chunks():
-            yield from chunk.items()
+        return self._mapping.items_of_chunks()
 
 
 class _Values(ValuesView[PartitionRegistration]):
@@ -147,7 +173,9 @@ class _Values(ValuesView[PartitionRegistration]):
 
     def __iter__(self) -> Iterator[PartitionRegistration]:
         for chunk in self._mapping.chunks():
-            yield from chunk.values()
+            for partition in chunk:
+                if partition is not None:
+                    yield partition
 
 
 EMPTY_PARTITIONS: Final = PartitionMap({}, 0)

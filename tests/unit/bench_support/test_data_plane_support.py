@@ -167,14 +167,15 @@ def test_rss_per_replica_is_the_growth_over_the_replicas_hosted() -> None:
     figures = RssFigures(partitions=10, replication_factor=3, before={4: 1000, 5: 2000},
                          after={4: 11_000, 5: 2000}, hosted={4: 10, 5: 10},
                          seconds_to_create=1.0, seconds_until_hosted=2.0,
-                         idle_cpu={4: 0.0125})
+                         idle_cpu={4: 0.0125}, settled={4: 9000})
 
     assert figures.per_replica_bytes() == {4: 1000.0, 5: 0.0}
+    assert figures.settled_per_replica_bytes() == {4: 800.0}
     lines: list[str] = []
     rss_report(figures, lines.append)
     # idle CPU as a percentage of one core; a broker not measured shows a dash
-    assert "| 4 | 10 | 0.0 | 0.0 | 1,000 | 1.2 |" in lines
-    assert "| 5 | 10 | 0.0 | 0.0 | 0 | - |" in lines
+    assert "| 4 | 10 | 0.0 | 0.0 | 1,000 | 1.2 | 0.0 | 800 |" in lines
+    assert "| 5 | 10 | 0.0 | 0.0 | 0 | - | - | - |" in lines
 
 
 # -- report ---------------------------------------------------------------------------------

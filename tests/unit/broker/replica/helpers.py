@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 
 from broker.replica.config import TopicConfig
-from broker.replica.partition import Partition
+from broker.replica.partition import Partition, PartitionContext
 from broker.replica_manager import PartitionAssignment, PartitionKey, PartitionRole
 from quorum.log import MemoryLog
 from quorum.wire.records import build_batch_from_values
@@ -57,9 +57,7 @@ def new_partition(
         name=(TOPIC, 0),
         log=log or MemoryLog(),
         config=config or TopicConfig(min_insync_replicas=min_isr),
-        broker_id=broker_id,
-        replica_lag_time_max_ms=LAG_MS,
-        is_isr_eligible=lambda replica: replica in allowed,
+        context=PartitionContext(broker_id, LAG_MS, lambda replica: replica in allowed),
     )
 
 
