@@ -136,7 +136,7 @@ def partition_logs(base: Path, partitions: int) -> list[tuple[str, float]]:
         start = time.perf_counter()
         directory = LogDirectory(path, DATA_CONFIG, files=OpenFiles(max_open=1000))
         for key in keys:
-            directory.open_log(key, ("bench", key.partition)).append(batch, epoch=1)
+            directory.create_log(key, ("bench", key.partition)).append(batch, epoch=1)
         directory.write_high_watermarks(dict.fromkeys(keys, 10))
         directory.close()
         seconds = time.perf_counter() - start
@@ -149,7 +149,7 @@ def partition_logs(base: Path, partitions: int) -> list[tuple[str, float]]:
     directory = LogDirectory(path, DATA_CONFIG, files=files)
     steps.append(("open the log directory", time.perf_counter() - start))
     start = time.perf_counter()
-    logs = [directory.open_log(key, ("bench", key.partition)) for key in keys]
+    logs = [directory.create_log(key, ("bench", key.partition)) for key in keys]
     assert all(directory.checkpointed_high_watermark(key) == 10 for key in keys)
     steps.append(("open_log of every partition", time.perf_counter() - start))
     assert files.open_count == 0

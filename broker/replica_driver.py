@@ -318,8 +318,7 @@ class ReplicaDriver:
         while True:
             await trio.sleep(maintenance.retention_check_interval_ms / 1000)
             # a log never written has nothing to delete (most of 100,000 idle replicas)
-            partitions = [p for p in self.core.partitions
-                          if getattr(p.log, "is_materialized", True)]
+            partitions = [p for p in self.core.partitions if p.has_log]
             for start in range(0, len(partitions), self._apply_slice):
                 now = self._clock_ms()
                 moved = []

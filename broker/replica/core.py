@@ -53,8 +53,13 @@ ISR_CHECK_SLICE = 2_000
 class LogDirectory(Protocol):
     """Where a broker's partition logs live (files in log.dirs; memory in the simulator)."""
 
-    def open_log(self, key: PartitionKey, name: tuple[str, int]) -> ReplicatedLog:
-        """The partition's log, created empty if it does not exist (``name``: topic, index)."""
+    def open_log(self, key: PartitionKey, name: tuple[str, int]) -> ReplicatedLog | None:
+        """The partition's log if it has one (``name``: topic, index); None: a new
+        partition, whose log is made by ``create_log`` at its first write."""
+        ...
+
+    def create_log(self, key: PartitionKey, name: tuple[str, int]) -> ReplicatedLog:
+        """A new partition's log, made now (its first write)."""
         ...
 
     def checkpointed_high_watermark(self, key: PartitionKey) -> int:
@@ -75,7 +80,8 @@ class ReplicaCore:
         self.partitions = PartitionTable()
         self._partition_context = PartitionContext(
             # one bound method for every partition
-            self.broker_id, config.replica_lag_time_max_ms, self.is_isr_eligible
+            self.broker_id, config.replica_lag_time_max_ms, self.is_isr_eligible,
+            logs.create_log,
         )
         self._request_ids = itertools.count(1)
         self.fetchers: dict[int, ReplicaFetcher] = {}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from typing import cast
 
 import attrs
 
@@ -37,6 +38,7 @@ from broker.replica.replica_state import (
     reset_replica_state,
     update_fetch_state,
 )
+from broker.replica.unwritten_log import UnwrittenLog
 from broker.replica.watermark import (
     FollowerProgress,
     high_watermark_bound,
@@ -88,11 +90,14 @@ class PartitionContext:
     replica_lag_time_max_ms: int
     # whether a replica may be in the ISR (registered, unfenced, not shutting down)
     is_isr_eligible: Callable[[int], bool]
+    # a new partition's log, made at its first write (key, name)
+    create_log: Callable[[PartitionKey, tuple[str, int]], ReplicatedLog]
 
 
 class Partition:
     # slots: a broker may host 100,000 of these, most idle (a __dict__ each costs ~100 B)
     __slots__ = (
+        "_log",
         "config",
         "context",
         "epoch_start_offset",
@@ -102,7 +107,6 @@ class Partition:
         "key",
         "leader_epoch",
         "leader_id",
-        "log",
         "name",
         "partition_epoch",
         "replicas",
@@ -114,7 +118,7 @@ class Partition:
         *,
         key: PartitionKey,
         name: tuple[str, int],
-        log: ReplicatedLog,
+        log: ReplicatedLog | None,
         config: TopicConfig,
         context: PartitionContext,
         high_watermark: int = 0,
@@ -123,7 +127,8 @@ class Partition:
         # (topic, index): one tuple per partition, shared by every table keyed by name
         # (and by its log's directory)
         self.name = name
-        self.log = log
+        # None: no log yet (``UnwrittenLog``; made at the first write)
+        self._log = log
         self.config = config
         self.context = context
         self.role = PartitionRole.FOLLOWER
@@ -135,7 +140,9 @@ class Partition:
         # where this broker's current leader epoch starts (None: not leading)
         self.epoch_start_offset: int | None = None
         self.followers = NO_FOLLOWERS
-        self.high_watermark = max(log.log_start_offset, min(high_watermark, log.log_end_offset))
+        self.high_watermark = max(
+            self.log.log_start_offset, min(high_watermark, self.log.log_end_offset)
+        )
 
     def __repr__(self) -> str:
         return (
@@ -149,6 +156,22 @@ class Partition:
     @property
     def broker_id(self) -> int:
         return self.context.broker_id
+
+    @property
+    def log(self) -> ReplicatedLog:
+        log = self._log
+        return cast(ReplicatedLog, UnwrittenLog(self)) if log is None else log
+
+    @property
+    def has_log(self) -> bool:
+        """Whether the partition's log exists (was ever written or found on disk)."""
+        return self._log is not None
+
+    def create_log(self) -> ReplicatedLog:
+        """The partition's log, made now if it has none (its first write)."""
+        if self._log is None:
+            self._log = self.context.create_log(self.key, self.name)
+        return self._log
 
     @property
     def topic(self) -> str:

@@ -55,7 +55,6 @@ from typing import Final, Protocol
 
 from quorum.log.clock import Clock, wall_clock_ms
 from quorum.log.config import LogConfig
-from quorum.log.deferred_log import DeferredLog
 from quorum.log.dir_checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -196,8 +195,8 @@ class LogDirectory:
             path / REPLICATION_OFFSET_CHECKPOINT, "the high watermarks are unknown"
         )
         self.logs: dict[TopicPartition, FileLog] = {}
-        # what ``open_log`` returned, by name (a new partition's is a ``DeferredLog``)
-        self._opened: dict[TopicPartition, FileLog | DeferredLog] = {}
+        # what ``open_log`` or ``create_log`` returned, by name
+        self._opened: dict[TopicPartition, FileLog] = {}
         # the topic-id keys opened so far, and the directory name each maps to
         self._names: dict[PartitionKey, TopicPartition] = {}
         self.pending_deletions: list[Path] = []
@@ -251,8 +250,9 @@ class LogDirectory:
 
     # -- the broker's calls, by topic id ------------------------------------------------
 
-    def open_log(self, key: PartitionId, name: TopicPartition) -> FileLog | DeferredLog:
-        """The partition's log, created empty (with its ``partition.metadata``) if absent.
+    def open_log(self, key: PartitionId, name: TopicPartition) -> FileLog | None:
+        """The partition's log; None if it has none (no directory: ``create_log`` makes it,
+        with its ``partition.metadata``, at the partition's first write).
 
         A directory of that name that records another topic id belongs to a deleted
         topic: it is moved aside for deletion and a new empty log takes its place.
@@ -283,27 +283,27 @@ class LogDirectory:
                 )
                 self.delete(topic, index)
         if name not in self.logs:
-            # a new partition: no directory until its first write (``DeferredLog``), and no
-            # entry in this directory's tables either (two entries cost about 90 B for each
-            # of 100,000 idle partitions): ``materialize_log`` registers it. The caller
-            # keeps the log it was given (a second call before the first write would get
-            # another one)
-            return DeferredLog(self, name, partition_key.topic_id)
+            # a new partition: no directory until its first write, and no entry in this
+            # directory's tables either (two entries cost about 90 B for each of 100,000
+            # idle partitions)
+            return None
         self._names[partition_key] = name
         opened = self._opened[name] = self.logs[name]
         return opened
 
-    def materialize_log(
-        self, deferred: DeferredLog, name: TopicPartition, topic_id: uuid.UUID
-    ) -> FileLog:
-        """A deferred partition's first write: its directory, ``partition.metadata``, log;
-        from now on ``open_log`` gives ``deferred`` for it."""
+    def create_log(self, key: PartitionId, name: TopicPartition) -> FileLog:
+        """A new partition's log at its first write: its directory, ``partition.metadata``
+        and an empty log (the one already there if it was made meanwhile)."""
+        partition_key = _key_of(key)
+        known = self.open_log(partition_key, name)
+        if known is not None:
+            return known
         directory = partition_dir(self.path, *name)
         directory.mkdir(parents=True, exist_ok=True)
-        write_partition_metadata(directory, topic_id)
+        write_partition_metadata(directory, partition_key.topic_id)
         log = self.logs[name] = self._lazy_log(name, clean_shutdown=True)
-        self._names[PartitionKey(topic_id, name[1])] = name
-        self._opened[name] = deferred
+        self._names[partition_key] = name
+        self._opened[name] = log
         return log
 
     def checkpointed_high_watermark(self, key: PartitionId) -> int:

@@ -56,6 +56,9 @@ class BrokerDisk:
             self.logs[key] = SimLog()
         return self.logs[key]
 
+    def create_log(self, key: PartitionKey, name: tuple[str, int]) -> ReplicatedLog:
+        return self.open_log(key, name)
+
     def checkpointed_high_watermark(self, key: PartitionKey) -> int:
         return self.checkpoint.get(key, 0)
 

@@ -46,7 +46,7 @@ def open_dir(path: Path, files: OpenFiles | None = None) -> LogDirectory:
 
 
 def fill(directory: LogDirectory, key: PartitionKey, topic: str, batches: int) -> None:
-    log = directory.open_log(key, (topic, key.partition))
+    log = directory.create_log(key, (topic, key.partition))
     for i in range(batches):
         log.append(make_batch(2, tag=i), epoch=1)
 
@@ -55,12 +55,12 @@ def test_a_new_log_makes_its_directory_with_its_topic_id_at_its_first_write(
     tmp_path: Path,
 ) -> None:
     directory = open_dir(tmp_path)
-    log = directory.open_log(KEY, ("orders", 0))
-    assert (log.log_start_offset, log.log_end_offset, log.read(0, 100).records) == (0, 0, b"")
+    assert directory.open_log(KEY, ("orders", 0)) is None, "a new partition has no log yet"
     assert not (tmp_path / "orders-0").exists(), "an unwritten partition has no directory"
     assert directory.close() and not (tmp_path / "orders-0").exists()
     directory = open_dir(tmp_path)
-    log = directory.open_log(KEY, ("orders", 0))
+    log = directory.create_log(KEY, ("orders", 0))
+    assert directory.create_log(KEY, ("orders", 0)) is log
     log.append(make_batch(3), epoch=1)
     assert log.log_end_offset == 3
     assert read_partition_metadata(tmp_path / "orders-0") == TOPIC_ID
@@ -118,10 +118,12 @@ def test_a_directory_of_a_deleted_topic_with_the_same_name_is_never_served(
     directory.close()
 
     again = open_dir(tmp_path)
-    log = again.open_log(KEY, ("orders", 0))
-    assert log.log_end_offset == 0
+    # the old directory is moved aside: the new topic's partition has no log yet
+    assert again.open_log(KEY, ("orders", 0)) is None
     assert again.checkpointed_high_watermark(KEY) == 0
     [aside] = again.pending_deletions
+    log = again.create_log(KEY, ("orders", 0))
+    assert log.log_end_offset == 0
     log.append(make_batch(1), epoch=1)
     assert read_partition_metadata(tmp_path / "orders-0") == TOPIC_ID
     assert aside.name.startswith("orders-0.") and aside.name.endswith("-delete")
@@ -138,8 +140,9 @@ def test_delete_log_moves_the_directory_aside_then_removes_it(tmp_path: Path) ->
     assert aside.exists() and (aside / "00000000000000000000.log").exists()
     assert directory.remove_deleted_logs() == 1
     assert list(tmp_path.glob("*-delete")) == []
-    # hosted again later: a fresh, empty log
-    assert directory.open_log(KEY, ("orders", 0)).log_end_offset == 0
+    # hosted again later: no log until it is written, then a fresh, empty one
+    assert directory.open_log(KEY, ("orders", 0)) is None
+    assert directory.create_log(KEY, ("orders", 0)).log_end_offset == 0
 
 
 def test_deletions_interrupted_by_a_crash_are_resumed_at_the_next_open(tmp_path: Path) -> None:

@@ -57,7 +57,9 @@ def new_partition(
         name=(TOPIC, 0),
         log=log or MemoryLog(),
         config=config or TopicConfig(min_insync_replicas=min_isr),
-        context=PartitionContext(broker_id, LAG_MS, lambda replica: replica in allowed),
+        context=PartitionContext(
+            broker_id, LAG_MS, lambda replica: replica in allowed, lambda _key, _name: MemoryLog()
+        ),
     )
 
 

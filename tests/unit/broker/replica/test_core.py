@@ -45,6 +45,9 @@ class Logs:
     def open_log(self, key: PartitionKey, name: tuple[str, int]) -> ReplicatedLog:
         return self.logs.setdefault(key, MemoryLog())
 
+    def create_log(self, key: PartitionKey, name: tuple[str, int]) -> ReplicatedLog:
+        return self.open_log(key, name)
+
     def checkpointed_high_watermark(self, key: PartitionKey) -> int:
         return 0
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.replica.isr import CommittedIsr, PendingExpandIsr, PendingShrinkIsr
-from broker.replica.partition import AcceptedIsr, AssignmentOutcome
+from broker.replica.partition import AcceptedIsr, AssignmentOutcome, Partition
+from quorum.log import MemoryLog
 from quorum.wire.error_codes import Errors
 
 from .helpers import LAG_MS, append, assignment, batch, fetch, leader, new_partition
@@ -221,3 +223,28 @@ def test_the_leaders_high_watermark_never_moves_back_nor_past_a_maximal_isr_memb
         assert partition.high_watermark <= partition.log_end_offset
         for member in partition.maximal_isr - {1}:
             assert partition.high_watermark <= max(ends[member], 0)
+
+
+def test_a_partition_without_a_log_reads_empty_and_makes_its_log_at_the_first_write() -> None:
+    made: list[tuple[str, int]] = []
+
+    def create_log(_key: object, name: tuple[str, int]) -> MemoryLog:
+        made.append(name)
+        return MemoryLog()
+
+    partition = new_partition()
+    partition = Partition(
+        key=partition.key, name=partition.name, log=None, config=partition.config,
+        context=attrs.evolve(partition.context, create_log=create_log),
+    )
+    partition.apply_assignment(assignment(isr=(1, 2, 3)), 0)
+    # reads (and retention) answer as the empty log: nothing made
+    assert (partition.log_start_offset, partition.log_end_offset) == (0, 0)
+    assert partition.log.read(0, 100).records == b""
+    assert partition.log.delete_old_segments(0, high_watermark=0) == 0  # type: ignore[attr-defined]
+    assert not partition.has_log and made == []
+    append(partition, 2)
+    assert partition.has_log and made == [partition.name]
+    assert partition.log_end_offset == 2
+    append(partition, 1)
+    assert made == [partition.name], "made once"
