@@ -142,7 +142,7 @@ def _log_sizes(core: ReplicaCore) -> Iterable[Sample]:
 def data_plane_families(core: ReplicaCore, counters: DataPlaneCounters, now_ms: int) -> list[Family]:
     partitions = list(core.partitions)
     led = [p for p in partitions if p.is_leader]
-    under_replicated = sum(1 for p in led if len(p.isr_state.isr) < len(p.replicas))
+    under_replicated = sum(1 for p in led if len(p.isr_state.isr) < len(p.followers) + 1)
     under_min_isr = sum(1 for p in led if p.is_under_min_isr)
     return [
         gauge("kafka_server_replicamanager_partitioncount", "Partitions hosted here.",

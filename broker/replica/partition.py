@@ -109,8 +109,6 @@ class Partition:
         "leader_id",
         "name",
         "partition_epoch",
-        "replicas",
-        "role",
     )
 
     def __init__(
@@ -131,11 +129,9 @@ class Partition:
         self._log = log
         self.config = config
         self.context = context
-        self.role = PartitionRole.FOLLOWER
         self.leader_id = NO_LEADER
         self.leader_epoch = -1
         self.partition_epoch = -1
-        self.replicas: tuple[int, ...] = ()
         self.isr_state: IsrState = isr_rules.NO_ISR
         # where this broker's current leader epoch starts (None: not leading)
         self.epoch_start_offset: int | None = None
@@ -183,7 +179,12 @@ class Partition:
 
     @property
     def is_leader(self) -> bool:
-        return self.role is PartitionRole.LEADER
+        return self.leader_id == self.context.broker_id
+
+    @property
+    def role(self) -> PartitionRole:
+        # a slot less per partition: a leader is the broker its assignment names as leader
+        return PartitionRole.LEADER if self.is_leader else PartitionRole.FOLLOWER
 
     @property
     def log_end_offset(self) -> int:
@@ -244,7 +245,6 @@ class Partition:
 
     def _make_leader(self, assignment: PartitionAssignment, new_epoch: bool, now_ms: int) -> None:
         is_new_leader = not self.is_leader
-        self.replicas = assignment.replicas
         ids = _followers_of(assignment.replicas, self.broker_id)
         self.followers = follower_states(
             ids, [self.followers.get(r) or _NEVER_FETCHED for r in ids]
@@ -264,15 +264,12 @@ class Partition:
             ])
             self.leader_epoch = assignment.leader_epoch
             self.epoch_start_offset = start
-        self.role = PartitionRole.LEADER
         self.leader_id = self.broker_id
 
     def _make_follower(self, assignment: PartitionAssignment) -> None:
-        self.role = PartitionRole.FOLLOWER
         self.leader_id = assignment.leader
         self.leader_epoch = assignment.leader_epoch
         self.epoch_start_offset = None
-        self.replicas = assignment.replicas
         self.followers = NO_FOLLOWERS
         self.isr_state = isr_rules.NO_ISR
 
