@@ -6,10 +6,12 @@ fetch requests; totals, as Prometheus counters: a scraper derives the rates
 Kafka's ``...PerSec`` meters report), ``ReplicaManager`` ISR shrinks and
 expands (counted when the leader asks the controller for the change), and
 ``RequestMetrics`` total time of Produce and Fetch (quantiles over the last
-minute; a long-poll fetch counts its wait, as in Kafka). Read from the
-replica core at scrape time (``data_plane_families``): partitions hosted and
-led, under-replicated partitions (led here with an ISR smaller than the
-replica set), under-min-ISR partitions, and the size of the partition logs,
+minute; a long-poll fetch counts its wait, as in Kafka). Counted over the
+replica core's partitions at scrape time (``PartitionCensus``, fed a slice of
+partitions at a time by the replica driver, so a scrape of a broker hosting
+100,000 replicas never holds the event loop for the whole walk): partitions
+hosted and led, under-replicated partitions (led here with an ISR smaller than
+the replica set), under-min-ISR partitions, and the size of the partition logs,
 per topic (a per-partition series would be 100,000 series on a large broker).
 """
 
@@ -21,12 +23,12 @@ from typing import Final
 
 import attrs
 
-from broker.replica import ReplicaCore
+from broker.replica.partition import Partition
 from broker.replica_manager import PartitionKey
 from quorum.metrics.exposition import Family, Sample, gauge
 from quorum.wire.messages import AlterPartitionRequest, FetchResponse, ProduceRequest
 
-__all__ = ["DataPlaneCounters", "batch_counts", "data_plane_families"]
+__all__ = ["DataPlaneCounters", "PartitionCensus", "batch_counts", "data_plane_families"]
 
 _QUANTILES: Final = (0.5, 0.99, 0.999)
 _RESERVOIR: Final = 4_096
@@ -130,29 +132,44 @@ def _summary(name: str, help_text: str, window: _LatencyWindow, now_ms: int,
     return samples
 
 
-def _log_sizes(core: ReplicaCore) -> Iterable[Sample]:
-    sizes: dict[str, int] = collections.defaultdict(int)
-    for partition in core.partitions:
-        size = getattr(partition.log, "size_in_bytes", None)
-        if isinstance(size, int):
-            sizes[partition.topic] += size
-    return (Sample({"topic": topic}, size) for topic, size in sorted(sizes.items()))
+@attrs.define
+class PartitionCensus:
+    """What the gauges count over the hosted partitions, added a slice at a time."""
+
+    hosted: int = 0
+    led: int = 0
+    under_replicated: int = 0
+    under_min_isr: int = 0
+    log_sizes: dict[str, int] = attrs.field(factory=lambda: collections.defaultdict(int))
+
+    def add(self, partitions: Iterable[Partition]) -> None:
+        for partition in partitions:
+            self.hosted += 1
+            if partition.has_log:
+                size = getattr(partition.log, "size_in_bytes", None)
+                if isinstance(size, int):
+                    self.log_sizes[partition.topic] += size
+            if not partition.is_leader:
+                continue
+            self.led += 1
+            if len(partition.isr_state.isr) < len(partition.followers) + 1:
+                self.under_replicated += 1
+            if partition.is_under_min_isr:
+                self.under_min_isr += 1
 
 
-def data_plane_families(core: ReplicaCore, counters: DataPlaneCounters, now_ms: int) -> list[Family]:
-    partitions = list(core.partitions)
-    led = [p for p in partitions if p.is_leader]
-    under_replicated = sum(1 for p in led if len(p.isr_state.isr) < len(p.followers) + 1)
-    under_min_isr = sum(1 for p in led if p.is_under_min_isr)
+def data_plane_families(
+    census: PartitionCensus, counters: DataPlaneCounters, now_ms: int
+) -> list[Family]:
     return [
         gauge("kafka_server_replicamanager_partitioncount", "Partitions hosted here.",
-              len(partitions)),
-        gauge("kafka_server_replicamanager_leadercount", "Partitions led here.", len(led)),
+              census.hosted),
+        gauge("kafka_server_replicamanager_leadercount", "Partitions led here.", census.led),
         gauge("kafka_server_replicamanager_underreplicatedpartitions",
               "Partitions led here whose ISR is smaller than their replica set.",
-              under_replicated),
+              census.under_replicated),
         gauge("kafka_server_replicamanager_underminisrpartitioncount",
-              "Partitions led here whose ISR is below min.insync.replicas.", under_min_isr),
+              "Partitions led here whose ISR is below min.insync.replicas.", census.under_min_isr),
         _counter("kafka_server_replicamanager_isrshrinks_total",
                  "ISR shrinks this broker asked the controller for.", counters.isr_shrinks),
         _counter("kafka_server_replicamanager_isrexpands_total",
@@ -174,5 +191,6 @@ def data_plane_families(core: ReplicaCore, counters: DataPlaneCounters, now_ms: 
                 *_summary("", "", counters.fetch_time, now_ms, request="Fetch")),
                type="summary"),
         Family("kafka_log_log_size", "Bytes of the partition logs hosted here, per topic.",
-               tuple(_log_sizes(core))),
+               tuple(Sample({"topic": topic}, size)
+                     for topic, size in sorted(census.log_sizes.items()))),
     ]

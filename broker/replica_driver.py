@@ -45,7 +45,7 @@ from broker.controller_channel import (
     ControllerLane,
     ControllerUnavailableError,
 )
-from broker.data_metrics import DataPlaneCounters, data_plane_families
+from broker.data_metrics import DataPlaneCounters, PartitionCensus, data_plane_families
 from broker.replica import OutboundAlterPartition, ReplicaCore, ReplicaOutput
 from broker.replica_links import FetchLinks, PeerAddress
 from broker.replica_manager import PartitionAssignment, PartitionKey
@@ -161,8 +161,15 @@ class ReplicaDriver:
         if keys:
             self._step(lambda now: self.core.log_starts_moved(keys, now))
 
-    def metric_families(self) -> list[Family]:
-        return data_plane_families(self.core, self.counters, self._clock_ms())
+    async def metric_families(self) -> list[Family]:
+        """The data plane's families; the partitions counted a slice at a time, with a
+        checkpoint between (the hosted partitions as the scrape began)."""
+        census = PartitionCensus()
+        partitions = list(self.core.partitions)
+        for start in range(0, len(partitions), self._apply_slice):
+            census.add(partitions[start:start + self._apply_slice])
+            await trio.lowlevel.checkpoint()
+        return data_plane_families(census, self.counters, self._clock_ms())
 
     # -- running ----------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ milliseconds to hash, and scrapes repeat.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
@@ -86,7 +86,7 @@ class NodeMetrics:
         broker: Callable[[], BrokerView] | None = None,
         activity: NodeActivity | None = None,
         clock: Callable[[], float] = trio.current_time,
-        extra: Callable[[], list[Family]] | None = None,
+        extra: Callable[[], Awaitable[list[Family]]] | None = None,
     ) -> None:
         self._core = core
         self._extra = extra  # a role's own families (the broker's data plane)
@@ -121,7 +121,7 @@ class NodeMetrics:
             if self._controller_active is not None:
                 families += controller_event_families(snapshot)
         if self._extra is not None:
-            families += self._extra()
+            families += await self._extra()
         return families
 
     async def text(self) -> str:

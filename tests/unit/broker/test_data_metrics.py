@@ -5,7 +5,12 @@ from __future__ import annotations
 import random
 import uuid
 
-from broker.data_metrics import DataPlaneCounters, batch_counts, data_plane_families
+from broker.data_metrics import (
+    DataPlaneCounters,
+    PartitionCensus,
+    batch_counts,
+    data_plane_families,
+)
 from broker.replica import ReplicaConfig, ReplicaCore
 from broker.replica_manager import PartitionAssignment, PartitionRole
 from quorum.controller.image import EMPTY_IMAGE
@@ -50,7 +55,9 @@ def test_the_families_count_led_and_under_replicated_partitions() -> None:
     core.apply_changes(assignments, (), EMPTY_IMAGE, 0)
     counters = DataPlaneCounters()
     counters.produce_time.record(0, 4.0)
-    samples = parse_samples(render(data_plane_families(core, counters, 10)))
+    census = PartitionCensus()
+    census.add(core.partitions)
+    samples = parse_samples(render(data_plane_families(census, counters, 10)))
     assert samples["kafka_server_replicamanager_partitioncount"] == 3
     assert samples["kafka_server_replicamanager_leadercount"] == 2
     assert samples["kafka_server_replicamanager_underreplicatedpartitions"] == 1
