@@ -1,5 +1,6 @@
 """The loop monitor on a real trio loop: a step that holds the thread shows as a stall
-(and the warning names its task), an idle loop does not, and every node process runs one."""
+(and the warning names its task), an idle loop's stalls are far shorter, and every node process
+runs one."""
 
 from __future__ import annotations
 
@@ -42,13 +43,21 @@ async def test_a_step_that_holds_the_thread_60_ms_is_a_stall_of_at_least_60_ms()
     assert activity.snapshot(trio.current_time()).max_stall_ms_1m == stall_ms
 
 
-async def test_an_idle_loop_has_no_stall_of_50_ms() -> None:
-    activity = NodeActivity()
-    with monitor_loop(activity):
+async def test_an_idle_loop_stalls_far_less_than_a_step_that_holds_the_thread() -> None:
+    # compared with a held step rather than a fixed bound: an idle loop's turns are short,
+    # but a loaded machine (a collector pass, another process) can stretch one past 50 ms
+    idle = NodeActivity()
+    with monitor_loop(idle):
         async with trio.open_nursery() as nursery:
             for _ in range(3):
                 nursery.start_soon(_sleep_in_small_steps, 20, 0.01)
-    assert 0.0 < max_stall_ms(activity) < 50.0
+    held = NodeActivity()
+    with monitor_loop(held):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_sleep_in_small_steps, 5, 0.01)
+            nursery.start_soon(busy_step, 0.5)
+    assert 0.0 < max_stall_ms(idle) < max_stall_ms(held) / 2
+    assert max_stall_ms(held) >= 500.0
 
 
 async def _sleep_in_small_steps(count: int, seconds: float) -> None:
