@@ -33,7 +33,6 @@ class ActiveController:
         # bootstrap addresses first, then those the controllers named
         self._candidates: dict[HostPort, None] = dict.fromkeys(bootstrap)
         self._active: HostPort | None = None
-        self.controller_id: int | None = None
 
     def forget(self) -> None:
         self._active = None
@@ -79,6 +78,5 @@ class ActiveController:
              if b.broker_id == response.controller_id),
             address,  # a controller that lists no addresses is asked itself
         )
-        self.controller_id = response.controller_id
         self._active = target
         return await self._client.pool.connection(target.host, target.port)

@@ -22,6 +22,7 @@ invariant: log_start_offset <= high_watermark <= log_end_offset.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from typing import cast
 
@@ -55,15 +56,10 @@ __all__ = ["AcceptedIsr", "AssignmentOutcome", "Partition", "PartitionContext"]
 NO_LEADER = -1
 # a follower not heard from: one immutable state shared by all of them
 _NEVER_FETCHED = ReplicaState()
-# one tuple of follower ids per replica set and broker, shared by its partitions
-_follower_ids: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}
-
-
+@functools.lru_cache(maxsize=4096)
 def _followers_of(replicas: tuple[int, ...], broker_id: int) -> tuple[int, ...]:
-    ids = _follower_ids.get((replicas, broker_id))
-    if ids is None:
-        ids = _follower_ids[(replicas, broker_id)] = tuple(r for r in replicas if r != broker_id)
-    return ids
+    """One tuple of follower ids per replica set and broker, shared by its partitions."""
+    return tuple(r for r in replicas if r != broker_id)
 
 
 class AssignmentOutcome(enum.Enum):

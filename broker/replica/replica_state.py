@@ -13,6 +13,7 @@ one fetch still counts as caught up).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
@@ -72,10 +73,7 @@ def update_fetch_state(
 # States repeat: every idle partition that joins a follower's session in one fetch gets
 # the same one (offsets 0, that fetch's time). One object per distinct state recently made
 # instead of one per follower of each partition (80 B each, two per led partition at RF 3).
-_recent: dict[tuple[int, int, int, int, int], ReplicaState] = {}
-_RECENT_MAX = 4096
-
-
+@functools.lru_cache(maxsize=4096)
 def shared_state(
     log_start_offset: int,
     log_end_offset: int,
@@ -84,20 +82,13 @@ def shared_state(
     last_caught_up_ms: int,
 ) -> ReplicaState:
     """A ``ReplicaState`` of these values, the same object as a recent equal one."""
-    values = (log_start_offset, log_end_offset, last_fetch_leader_end_offset, last_fetch_ms,
-              last_caught_up_ms)
-    found = _recent.get(values)
-    if found is None:
-        if len(_recent) >= _RECENT_MAX:
-            _recent.clear()
-        found = _recent[values] = ReplicaState(
-            log_start_offset=log_start_offset,
-            log_end_offset=log_end_offset,
-            last_fetch_leader_end_offset=last_fetch_leader_end_offset,
-            last_fetch_ms=last_fetch_ms,
-            last_caught_up_ms=last_caught_up_ms,
-        )
-    return found
+    return ReplicaState(
+        log_start_offset=log_start_offset,
+        log_end_offset=log_end_offset,
+        last_fetch_leader_end_offset=last_fetch_leader_end_offset,
+        last_fetch_ms=last_fetch_ms,
+        last_caught_up_ms=last_caught_up_ms,
+    )
 
 
 def reset_replica_state(

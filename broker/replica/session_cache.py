@@ -26,6 +26,7 @@ could otherwise match a stale fetcher's session).
 from __future__ import annotations
 
 import enum
+import functools
 import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
@@ -72,8 +73,6 @@ class PartitionFetchData(Protocol):
     session's cached copy of it."""
 
     @property
-    def partition(self) -> int: ...
-    @property
     def current_leader_epoch(self) -> int: ...
     @property
     def fetch_offset(self) -> int: ...
@@ -85,18 +84,11 @@ class PartitionFetchData(Protocol):
     def partition_max_bytes(self) -> int: ...
 
 
-# byte limits repeat (every follower asks with replica.fetch.max.bytes): one int object
-# per distinct value instead of one per cached partition
-_byte_limits: dict[int, int] = {}
-
-
+@functools.lru_cache(maxsize=64)
 def _shared_limit(value: int) -> int:
-    shared = _byte_limits.get(value)
-    if shared is None:
-        if len(_byte_limits) >= 64:
-            return value
-        shared = _byte_limits[value] = value
-    return shared
+    """Byte limits repeat (every follower asks with replica.fetch.max.bytes): one int object
+    per distinct value instead of one per cached partition."""
+    return value
 
 
 class _CachedPartition:
@@ -108,21 +100,15 @@ class _CachedPartition:
         "fetch_offset",
         "last_fetched_epoch",
         "log_start_offset",
-        "name",
         "partition_max_bytes",
         "sent_high_watermark",
         "sent_log_start_offset",
     )
 
-    def __init__(self, name: TopicPartitionName, data: PartitionFetchData) -> None:
-        self.name = name
+    def __init__(self, data: PartitionFetchData) -> None:
         self.sent_high_watermark = -1
         self.sent_log_start_offset = -1
         self.update(data)
-
-    @property
-    def partition(self) -> int:
-        return self.name[1]
 
     def update(self, data: PartitionFetchData) -> None:
         self.current_leader_epoch = data.current_leader_epoch
@@ -167,10 +153,8 @@ class FetchSession:
         return self.replica_id >= 0
 
 
-def _requested(
-    request: FetchRequest, shared: Callable[[TopicPartitionName], TopicPartitionName]
-) -> dict[TopicPartitionName, FetchRequestPartition]:
-    return {shared((t.topic, p.partition)): p for t in request.topics for p in t.partitions}
+def _requested(request: FetchRequest) -> dict[TopicPartitionName, FetchRequestPartition]:
+    return {(t.topic, p.partition): p for t in request.topics for p in t.partitions}
 
 
 def _same(name: TopicPartitionName) -> TopicPartitionName:
@@ -217,7 +201,7 @@ class FetchContext:
         if self.kind is ContextKind.FULL and self._cache is not None:
             cached = {}
             for name, data in self.partitions:
-                entry = cached[name] = _CachedPartition(name, data)
+                entry = cached[self._cache.shared_name(name)] = _CachedPartition(data)
                 entry.sent_high_watermark = answers[name].high_watermark
                 entry.sent_log_start_offset = answers[name].log_start_offset
             session_id = self._cache.maybe_create(
@@ -266,9 +250,10 @@ class FetchSessionCache:
     ) -> None:
         self._max_slots = max_slots
         self._rng = rng
-        # the hosted partition's own name tuple for a requested one: a session of 100,000
-        # partitions then keeps no tuple of its own per partition (56 B each)
-        self._shared_name = shared_name
+        # the hosted partition's own name tuple for a requested one, taken where a session
+        # keeps a name: a session of 100,000 partitions then keeps no tuple of its own per
+        # partition (56 B each), and sessionless fetches pay no look-up
+        self.shared_name = shared_name
         self._sessions: dict[int, FetchSession] = {}
         # the followers' sessions (every change here is looked up in each of them)
         self._followers: dict[int, FetchSession] = {}
@@ -286,7 +271,7 @@ class FetchSessionCache:
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             self._remove(request.session_id)
             kind = ContextKind.FULL if epoch == INITIAL_EPOCH else ContextKind.SESSIONLESS
-            requested = _requested(request, self._shared_name)
+            requested = _requested(request)
             return FetchContext(
                 kind=kind,
                 requested=list(requested.items()),
@@ -303,13 +288,14 @@ class FetchSessionCache:
         if session.epoch != epoch:
             return FetchContext(kind=ContextKind.ERROR, requested=[],
                                 error=Errors.INVALID_FETCH_SESSION_EPOCH)
-        requested = _requested(request, self._shared_name)
+        requested = _requested(request)
         joined = 0
         for name, data in requested.items():
             cached = session.partitions.get(name)
             if cached is None:
                 joined += 1
-                session.partitions[name] = _CachedPartition(name, data)
+                name = self.shared_name(name)
+                session.partitions[name] = _CachedPartition(data)
             else:
                 cached.update(data)
             if session.privileged:

@@ -11,6 +11,7 @@ rather than guess.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -97,22 +98,19 @@ def _or(value: tuple[int, ...] | None, current: tuple[int, ...]) -> tuple[int, .
     return current if value is None else shared_ids(value)
 
 
-# Replica and ISR lists repeat across partitions (a 3-broker cluster has six replica
-# lists): one tuple per distinct list, shared by every registration holding it, saves
-# about 120 B per partition. Bounded, so a cluster whose lists are all distinct does not
-# pay a table entry per partition on top.
-_SHARED_IDS: dict[tuple[int, ...], tuple[int, ...]] = {(): ()}
-_SHARED_IDS_MAX = 100_000
-
-
 def shared_ids(values: tuple[int, ...] | list[int]) -> tuple[int, ...]:
-    """``tuple(values)``, the same tuple object for equal lists while the table has room."""
-    ids = tuple(values)
-    shared = _SHARED_IDS.get(ids)
-    if shared is not None:
-        return shared
-    if len(_SHARED_IDS) < _SHARED_IDS_MAX:
-        _SHARED_IDS[ids] = ids
+    """``tuple(values)``, the same tuple object for equal lists seen recently.
+
+    Replica and ISR lists repeat across partitions (a 3-broker cluster has six replica
+    lists): one tuple per distinct list, shared by every registration holding it, saves
+    about 120 B per partition. Bounded, so a cluster whose lists are all distinct does not
+    pay a table entry per partition on top.
+    """
+    return _shared_tuple(tuple(values))
+
+
+@functools.lru_cache(maxsize=100_000)
+def _shared_tuple(ids: tuple[int, ...]) -> tuple[int, ...]:
     return ids
 
 
