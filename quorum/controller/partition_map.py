@@ -22,7 +22,7 @@ from typing import Final
 
 from quorum.controller.image import PartitionRegistration
 
-__all__ = ["CHUNK_SIZE", "EMPTY_PARTITIONS", "PartitionMap"]
+__all__ = ["CHUNK_SIZE", "EMPTY_PARTITIONS", "Chunk", "PartitionMap", "keyed_chunks"]
 
 CHUNK_SIZE: Final = 1024
 _SHIFT: Final = CHUNK_SIZE.bit_length() - 1
@@ -150,6 +150,10 @@ class PartitionMap(Mapping[int, PartitionRegistration]):
         """The chunks in index order (do not change them)."""
         return iter(self._chunks.values())
 
+    def keyed_chunks(self) -> list[tuple[int, Chunk]]:
+        """(key, chunk) in key order; chunk ``key`` holds partitions from ``key * CHUNK_SIZE``."""
+        return sorted(self._chunks.items())
+
     def items_of_chunks(self) -> Iterator[tuple[int, PartitionRegistration]]:
         for key, chunk in self._chunks.items():
             base = key << _SHIFT
@@ -159,6 +163,20 @@ class PartitionMap(Mapping[int, PartitionRegistration]):
 
     def __repr__(self) -> str:
         return f"PartitionMap({dict(self.items())!r})"
+
+
+def keyed_chunks(partitions: Mapping[int, PartitionRegistration]) -> list[tuple[int, Chunk]]:
+    """Any partition mapping as ``PartitionMap.keyed_chunks`` lists it: a ``PartitionMap``'s
+    own chunks (the same objects in every image that shares them), or chunks built afresh."""
+    if isinstance(partitions, PartitionMap):
+        return partitions.keyed_chunks()
+    chunks: dict[int, Chunk] = {}
+    for index in sorted(partitions):
+        chunk = chunks.setdefault(index >> _SHIFT, [])
+        position = index & _MASK
+        chunk.extend([None] * (position - len(chunk)))
+        chunk.append(partitions[index])
+    return list(chunks.items())
 
 
 class _Items(ItemsView[int, PartitionRegistration]):

@@ -55,6 +55,8 @@ __all__ = [
     "SnapshotFormatError",
     "SnapshotReader",
     "image_records",
+    "iter_cluster_records",
+    "iter_config_records",
     "iter_image_records",
     "read_snapshot",
     "read_snapshot_records",
@@ -82,11 +84,16 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
 
 def iter_image_records(image: MetadataImage) -> Iterator[MetadataRecord]:
     """``image_records`` one at a time: a caller may stop between any two (slices)."""
+    yield from iter_cluster_records(image)
+    yield from _topic_records(image)
+    yield from iter_config_records(image)
+
+
+def iter_cluster_records(image: MetadataImage) -> Iterator[MetadataRecord]:
+    """The records before the topics: features, brokers, the next producer id."""
     yield from _feature_records(image)
     yield from _broker_records(image)
     yield from _producer_id_records(image)
-    yield from _topic_records(image)
-    yield from _config_records(image)
 
 
 def _feature_records(image: MetadataImage) -> Iterator[MetadataRecord]:
@@ -149,7 +156,8 @@ def _topic_records(image: MetadataImage) -> Iterator[MetadataRecord]:
             )
 
 
-def _config_records(image: MetadataImage) -> Iterator[MetadataRecord]:
+def iter_config_records(image: MetadataImage) -> Iterator[MetadataRecord]:
+    """The records after the topics: configs by resource and key."""
     for resource in sorted(image.configs):
         values = image.configs[resource]
         for key in sorted(values):

@@ -6,23 +6,37 @@ import hashlib
 import json
 import uuid
 from collections.abc import Awaitable
+from typing import Any
 
+import attrs
 import pytest
 import trio
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from quorum.controller import digest as digest_module
 from quorum.controller.delta import fold_records
 from quorum.controller.digest import (
     SHORT_DIGEST_CHARS,
+    ChunkSummaries,
     ImageSummary,
+    ImageSummaryBuilder,
     LatestImageSummary,
     build_describe_image_response,
     image_digest,
     short_digest,
 )
-from quorum.controller.image import EMPTY_IMAGE, MetadataImage, Provenance
+from quorum.controller.image import (
+    EMPTY_IMAGE,
+    LeaderRecoveryState,
+    MetadataImage,
+    PartitionRegistration,
+    Provenance,
+    TopicImage,
+)
 from quorum.controller.image_json import image_to_json
+from quorum.controller.partition_map import CHUNK_SIZE, PartitionMap
+from quorum.controller.slicing import build_at_once
 from quorum.controller.snapshot import image_records, read_snapshot, write_snapshot
 from quorum.log.protocol import OffsetAndEpoch
 from quorum.wire.codec import decode, encode
@@ -140,9 +154,9 @@ def test_the_latest_summary_hashes_an_image_once_and_a_new_image_again(
     hashed: list[MetadataImage] = []
 
     class CountingBuilder(digest_module.ImageSummaryBuilder):
-        def __init__(self, image: MetadataImage) -> None:
+        def __init__(self, image: MetadataImage, known: ChunkSummaries | None = None) -> None:
             hashed.append(image)
-            super().__init__(image)
+            super().__init__(image, known)
 
     monkeypatch.setattr(digest_module, "ImageSummaryBuilder", CountingBuilder)
     latest = LatestImageSummary()
@@ -162,9 +176,9 @@ async def test_tasks_asking_for_one_image_share_one_computation_in_slices(
     built: list[MetadataImage] = []
 
     class CountingBuilder(digest_module.ImageSummaryBuilder):
-        def __init__(self, image: MetadataImage) -> None:
+        def __init__(self, image: MetadataImage, known: ChunkSummaries | None = None) -> None:
             built.append(image)
-            super().__init__(image)
+            super().__init__(image, known)
 
     monkeypatch.setattr(digest_module, "ImageSummaryBuilder", CountingBuilder)
     image = image_of()
@@ -189,3 +203,86 @@ def test_the_describe_image_answer_uses_the_summary_it_is_given() -> None:
         image, node_id=1, include_image=False, summary=given_summary
     )
     assert (answer.digest, answer.offline_partition_count) == ("ab" * 32, 7)
+
+
+# -- partitions hashed by chunk ---------------------------------------------------------------
+
+BIG_TOPIC = uuid.UUID(int=0xB)
+
+
+def big_image(partitions: dict[int, PartitionRegistration] | PartitionMap) -> MetadataImage:
+    topic = TopicImage(name="big", topic_id=BIG_TOPIC, partitions=partitions)
+    return MetadataImage(
+        provenance=Provenance(1, 1),
+        topics_by_id={BIG_TOPIC: topic},
+        topic_ids_by_name={"big": BIG_TOPIC},
+    )
+
+
+def registration(index: int) -> PartitionRegistration:
+    replicas = (index % 5, (index + 1) % 5, (index + 2) % 5)
+    return PartitionRegistration(replicas=replicas, isr=replicas, leader=replicas[index % 3 // 2],
+                                 leader_epoch=index % 4, partition_epoch=index % 6)
+
+
+PARTITIONS = {index: registration(index) for index in range(3 * CHUNK_SIZE + 17)}
+
+
+def test_a_partition_map_and_a_dict_of_the_same_partitions_share_a_digest() -> None:
+    as_map = big_image(PartitionMap.of(PARTITIONS))
+    as_dict = big_image(dict(PARTITIONS))
+    assert image_digest(as_map) == image_digest(as_dict)
+    # and the same partitions added in another order (chunks built in another order)
+    shuffled = PartitionMap.of(dict(reversed(list(PARTITIONS.items()))))
+    assert image_digest(big_image(shuffled)) == image_digest(as_map)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=1, max_value=3 * CHUNK_SIZE))
+def test_the_summary_is_the_same_whatever_the_slice_size(max_units: int) -> None:
+    image = big_image(PartitionMap.of(PARTITIONS))
+    builder = ImageSummaryBuilder(image)
+    steps = 1
+    while not builder.step(max_units):
+        steps += 1
+    assert builder.result() == ImageSummary.of(image)
+    # records: a broker-less image has one TopicRecord; every position is a unit
+    assert steps >= (len(PARTITIONS) + 1) // max_units
+
+
+@pytest.mark.parametrize("change", [
+    {"leader": -1},
+    {"leader_epoch": 99},
+    {"partition_epoch": 99},
+    {"isr": (1,)},
+    {"replicas": (4, 0, 1, 2)},
+    {"removing_replicas": (2,)},
+    {"adding_replicas": (3,)},
+    {"leader_recovery_state": LeaderRecoveryState.RECOVERING},
+])
+def test_any_field_of_any_registration_changes_the_digest(change: dict[str, Any]) -> None:
+    base = PartitionMap.of(PARTITIONS)
+    changed = base.with_changes({2049: attrs.evolve(PARTITIONS[2049], **change)})
+    assert image_digest(big_image(changed)) != image_digest(big_image(base))
+
+
+def test_a_moved_registration_changes_the_digest() -> None:
+    # the same registrations at other indexes: the index is hashed too
+    moved = {index + 1: partition for index, partition in PARTITIONS.items()}
+    assert image_digest(big_image(moved)) != image_digest(big_image(PARTITIONS))
+
+
+def test_a_second_image_hashes_only_the_chunks_it_changed() -> None:
+    known = ChunkSummaries()
+    base = PartitionMap.of(PARTITIONS)
+    first = ImageSummaryBuilder(big_image(base), known)
+    build_at_once(first)
+    assert first.chunks_hashed == 4 and len(known) == 4
+    changed = base.with_changes({5: attrs.evolve(PARTITIONS[5], leader=-1)})
+    second = ImageSummaryBuilder(big_image(changed), known)
+    summary = build_at_once(second)
+    assert second.chunks_hashed == 1
+    assert summary == ImageSummary.of(big_image(changed))
+    assert (summary.offline_partition_count, summary.partition_count) == (
+        ImageSummary.of(big_image(base)).offline_partition_count + 1, len(PARTITIONS))
+    assert len(known) == 4  # the first image's changed chunk is gone from the table
