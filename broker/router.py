@@ -238,4 +238,6 @@ class BrokerRouter(ListenerRouter):
         return describe_cluster_response(self._image(), message, version, self._view)
 
     async def _describe_configs(self, version: int, message: DescribeConfigsRequest) -> Any:
-        return describe_configs_here(self._image(), message, version, self._static_configs)
+        return await describe_configs_here(
+            self._image(), message, version, self._static_configs
+        )

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import random
 
-from quorum.controller.config_control import describe_configs
+import trio
+
+from quorum.controller.config_control import describe_configs_steps
 from quorum.controller.image import ConfigResourceType, MetadataImage
 from quorum.controller.results import ControllerConfig, ControllerContext
 from quorum.wire.error_codes import Errors
@@ -28,23 +30,32 @@ from quorum.wire.messages import (
 __all__ = ["describe_configs_here"]
 
 
-def describe_configs_here(
+async def describe_configs_here(
     image: MetadataImage, request: DescribeConfigsRequest, version: int, config: ControllerConfig
 ) -> DescribeConfigsResponse:
-    """This broker's answer (``config`` carries its id and static settings)."""
+    """This broker's answer (``config`` carries its id and static settings), worked out a
+    bounded slice at a time (``describe_configs_steps``) with a checkpoint between slices:
+    a request may name every topic of the cluster."""
     context = ControllerContext(config=config, now_ms=0, next_offset=0, rng=random.Random(0))
     elsewhere = {
         i for i, r in enumerate(request.resources) if _another_broker(r, config.node_id)
     }
     answerable = tuple(r for i, r in enumerate(request.resources) if i not in elsewhere)
-    result = describe_configs(
+    steps = describe_configs_steps(
         image, DescribeConfigsRequest(
             resources=answerable,
             include_synonyms=request.include_synonyms,
             include_documentation=request.include_documentation,
         ), version, context,
     )
-    answered = iter(result.response.results)
+    while True:
+        try:
+            next(steps)  # a slice: a read writes no records
+        except StopIteration as done:
+            response: DescribeConfigsResponse = done.value
+            break
+        await trio.lowlevel.checkpoint()
+    answered = iter(response.results)
     results = [
         _refused(resource, config.node_id) if i in elsewhere else next(answered)
         for i, resource in enumerate(request.resources)

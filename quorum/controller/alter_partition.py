@@ -18,6 +18,10 @@ reassignment the record also finishes it; if that moves leadership away from
 the sender the answer is NEW_LEADER_ELECTED (FENCED_LEADER_EPOCH for v0-1)
 while the record is still written, as Kafka does. Later partitions of one
 request see the changes made by earlier ones.
+
+The partitions are examined in slices of at most ``MAX_UNITS_PER_SLICE``
+(``quorum.controller.operations.SliceBudget``), then their records written (one
+transaction when they span several slices).
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ from quorum.controller.image import (
     PartitionRegistration,
     TopicImage,
 )
+from quorum.controller.operations import SliceBudget, Steps, at_once
 from quorum.controller.partition_change import Election, build_partition_change
-from quorum.controller.results import ControllerContext, ControllerResult
+from quorum.controller.results import ControllerContext
 from quorum.controller.topic_configs import unclean_election_enabled
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.alter_partition import (
@@ -47,7 +52,7 @@ from quorum.wire.messages.alter_partition import (
 from quorum.wire.messages.metadata_records import PartitionChangeRecord
 from quorum.wire.uuids import ZERO_UUID
 
-__all__ = ["alter_partition", "requested_isr"]
+__all__ = ["alter_partition", "alter_partition_steps", "requested_isr"]
 
 
 def requested_isr(
@@ -141,49 +146,71 @@ def _change(
     )
 
 
-def alter_partition(
+def _answered(
+    image: MetadataImage,
+    request: AlterPartitionRequest,
+    topic: TopicImage,
+    part: AlterPartitionRequestPartition,
+    version: int,
+    ctx: ControllerContext,
+    changed: dict[tuple[uuid.UUID, int], PartitionRegistration],
+) -> tuple[AlterPartitionResponsePartition, PartitionChangeRecord | None]:
+    """One partition's answer and record (None: no change); notes the change in ``changed``."""
+    key = (topic.topic_id, part.partition_index)
+    current = changed.get(key, topic.partition(part.partition_index))
+    error = _validate(image, request.broker_id, current, part, version)
+    if error != Errors.NONE or current is None:
+        return _answer(part.partition_index, error), None
+    record = _change(image, topic, current, part, version, ctx)
+    if record is not None:
+        current = changed[key] = merge_partition_change(current, record)
+        if record.leader not in (NO_LEADER_CHANGE, request.broker_id):
+            # completing a reassignment moved leadership: the sender must refetch
+            error = Errors.NEW_LEADER_ELECTED if version > 1 else Errors.FENCED_LEADER_EPOCH
+            return _answer(part.partition_index, error), record
+    return AlterPartitionResponsePartition(
+        partition_index=part.partition_index,
+        error_code=Errors.NONE,
+        leader_id=current.leader,
+        leader_epoch=current.leader_epoch,
+        isr=current.isr,
+        leader_recovery_state=current.leader_recovery_state,
+        partition_epoch=current.partition_epoch,
+    ), record
+
+
+def alter_partition_steps(
     image: MetadataImage, request: AlterPartitionRequest, version: int, ctx: ControllerContext
-) -> ControllerResult[AlterPartitionResponse]:
+) -> Steps[AlterPartitionResponse]:
+    """Examine each topic and partition (a unit each, paused as the budget runs out), then
+    write the PartitionChangeRecords (a transaction when they span several slices)."""
     sender = image.broker(request.broker_id)
     if sender is None or sender.epoch != request.broker_epoch:
-        return ControllerResult.answer(AlterPartitionResponse(error_code=Errors.STALE_BROKER_EPOCH))
+        return AlterPartitionResponse(error_code=Errors.STALE_BROKER_EPOCH)
+    budget = SliceBudget()
     records: list[PartitionChangeRecord] = []
     # partitions changed earlier in this request: later entries validate against them
     changed: dict[tuple[uuid.UUID, int], PartitionRegistration] = {}
     topics = []
     for data in request.topics:
+        yield from budget.take()
         topic = _find_topic(image, data, version)
         answers = []
         for part in data.partitions:
+            yield from budget.take()
             if topic is None:
                 error = Errors.UNKNOWN_TOPIC_ID if version > 1 else Errors.UNKNOWN_TOPIC_OR_PARTITION
                 answers.append(_answer(part.partition_index, error))
                 continue
-            key = (topic.topic_id, part.partition_index)
-            current = changed.get(key, topic.partition(part.partition_index))
-            error = _validate(image, request.broker_id, current, part, version)
-            if error != Errors.NONE or current is None:
-                answers.append(_answer(part.partition_index, error))
-                continue
-            record = _change(image, topic, current, part, version, ctx)
+            answer, record = _answered(image, request, topic, part, version, ctx, changed)
+            answers.append(answer)
             if record is not None:
                 records.append(record)
-                current = changed[key] = merge_partition_change(current, record)
-                if record.leader not in (NO_LEADER_CHANGE, request.broker_id):
-                    # completing a reassignment moved leadership: the sender must refetch
-                    error = Errors.NEW_LEADER_ELECTED if version > 1 else Errors.FENCED_LEADER_EPOCH
-                    answers.append(_answer(part.partition_index, error))
-                    continue
-            answers.append(AlterPartitionResponsePartition(
-                partition_index=part.partition_index,
-                error_code=Errors.NONE,
-                leader_id=current.leader,
-                leader_epoch=current.leader_epoch,
-                isr=current.isr,
-                leader_recovery_state=current.leader_recovery_state,
-                partition_epoch=current.partition_epoch,
-            ))
         topics.append(AlterPartitionResponseTopic(
             topic_name=data.topic_name, topic_id=data.topic_id, partitions=tuple(answers)
         ))
-    return ControllerResult(tuple(records), AlterPartitionResponse(topics=tuple(topics)))
+    yield from budget.emit(records)
+    return AlterPartitionResponse(topics=tuple(topics))
+
+
+alter_partition = at_once("AlterPartition", alter_partition_steps)

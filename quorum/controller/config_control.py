@@ -25,17 +25,25 @@ broker-side preprocessing of ConfigAdminManager), per resource:
   the values, in Kafka's order);
 - ConfigRecords for values that change (for brokers always, KAFKA-14136:
   brokers reload on any record); validate_only writes nothing.
+
+Both examine their request in slices of at most ``MAX_UNITS_PER_SLICE`` units
+(``quorum.controller.operations.SliceBudget``): a unit per resource, per config
+entry and pass over the entries, per config a described resource resolves. The
+first of several bad keys is found by keeping the least one seen, not by
+sorting them. IncrementalAlterConfigs writes its records at the end (one
+transaction when they span several slices).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from typing import Final
 
 from quorum.controller.image import ConfigResource, ConfigResourceType, MetadataImage
+from quorum.controller.operations import Slice, SliceBudget, Steps, at_once
 from quorum.controller.rejections import Rejected
-from quorum.controller.results import ControllerContext, ControllerResult
+from quorum.controller.results import ControllerContext
 from quorum.controller.topic_configs import (
     BROKER_CONFIGS,
     CLUSTER_DEFAULT,
@@ -65,10 +73,19 @@ from quorum.wire.messages.configs import (
 )
 from quorum.wire.messages.metadata_records import ConfigRecord
 
-__all__ = ["OPS", "describe_configs", "incremental_alter_configs", "resource_problem"]
+__all__ = [
+    "OPS",
+    "describe_configs",
+    "describe_configs_steps",
+    "incremental_alter_configs",
+    "incremental_alter_configs_steps",
+    "resource_problem",
+]
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OPS: Final = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+# describing a resource resolves each config pykraft knows for it
+_UNITS_PER_DESCRIBED_RESOURCE: Final = 1 + max(len(TOPIC_CONFIGS), len(BROKER_CONFIGS))
 
 
 def resource_problem(
@@ -116,16 +133,24 @@ def _new_value(
     return ",".join(parts)
 
 
-def _check_shape(resource: IncrementalAlterConfigsRequestAlterConfigsResource) -> None:
-    counts = Counter(c.name for c in resource.configs)
-    if any(n > 1 for n in counts.values()):
-        raise Rejected(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
+def _check_shape(
+    resource: IncrementalAlterConfigsRequestAlterConfigsResource, budget: SliceBudget
+) -> Generator[Slice, None, None]:
+    """Kafka's order: a duplicate key, then an unknown operation, then null values."""
+    names: set[str] = set()
+    unknown_ops: list[int] = []
+    nulls: list[str] = []
     for config in resource.configs:
+        yield from budget.take()
+        if config.name in names:  # answered whatever else is wrong: it can stop here
+            raise Rejected(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
+        names.add(config.name)
         if config.config_operation not in OPS:
-            raise Rejected(
-                Errors.INVALID_REQUEST, f"Unknown operations type {config.config_operation}"
-            )
-    nulls = [c.name for c in resource.configs if c.config_operation != DELETE and c.value is None]
+            unknown_ops.append(config.config_operation)
+        if config.config_operation != DELETE and config.value is None:
+            nulls.append(config.name)
+    if unknown_ops:
+        raise Rejected(Errors.INVALID_REQUEST, f"Unknown operations type {unknown_ops[0]}")
     if nulls:
         raise Rejected(Errors.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}")
 
@@ -136,81 +161,105 @@ def _replication_factor(image: MetadataImage, topic: str) -> int | None:
     return None if first is None else len(first.replicas) - len(first.removing_replicas)
 
 
-def _validate(
-    image: MetadataImage, key: ConfigResource, merged: Mapping[str, str], touched: set[str]
-) -> None:
+def _merge(
+    image: MetadataImage,
+    key: ConfigResource,
+    resource: IncrementalAlterConfigsRequestAlterConfigsResource,
+    budget: SliceBudget,
+) -> Generator[Slice, None, tuple[list[ConfigRecord], dict[str, str]]]:
+    """The resource's records and configs after the request (its keys are distinct).
+
+    Rejected, in Kafka's order: the first entry whose operation fails; for a
+    broker, the first key (sorted) that is no dynamic broker config; the first
+    key (sorted) whose new value is invalid.
+    """
     topic = key.type == ConfigResourceType.TOPIC
     table = TOPIC_CONFIGS if topic else BROKER_CONFIGS
-    # only the keys this request sets: stored values were checked when written
-    for name in sorted(touched & set(merged)):
-        problem = validate_config_value(table, name, merged[name])
-        if problem is not None:
-            # Kafka's broker answers bad dynamic broker configs with INVALID_REQUEST
-            raise Rejected(Errors.INVALID_CONFIG if topic else Errors.INVALID_REQUEST, problem)
-    if not topic:
-        return
-    factor = _replication_factor(image, key.name)
+    existing = image.configs.get(key, {})
+    merged, records = dict(existing), []
+    not_dynamic: str | None = None
+    invalid: tuple[str, str] | None = None  # (key, why)
+    for config in resource.configs:
+        yield from budget.take()
+        name, current = config.name, existing.get(config.name)
+        value = _new_value(table.get(name), config.config_operation, current, config.value)
+        if value != current or not topic:
+            records.append(ConfigRecord(
+                resource_type=key.type, resource_name=key.name, name=name, value=value
+            ))
+        if name not in BROKER_CONFIGS and (not_dynamic is None or name < not_dynamic):
+            not_dynamic = name
+        if value is None:
+            merged.pop(name, None)
+            continue
+        merged[name] = value
+        # only the keys this request sets: stored values were checked when written
+        if invalid is None or name < invalid[0]:
+            problem = validate_config_value(table, name, value)
+            invalid = invalid if problem is None else (name, problem)
+    if not topic and not_dynamic is not None:
+        raise Rejected(
+            Errors.INVALID_REQUEST,
+            f"Cannot update {not_dynamic} dynamically (dynamic broker configs: "
+            f"{', '.join(sorted(BROKER_CONFIGS))})",
+        )
+    if invalid is not None:
+        # Kafka's broker answers bad dynamic broker configs with INVALID_REQUEST
+        raise Rejected(Errors.INVALID_CONFIG if topic else Errors.INVALID_REQUEST, invalid[1])
+    return records, merged
+
+
+def _check_topic(image: MetadataImage, topic: str, merged: Mapping[str, str]) -> None:
+    factor = _replication_factor(image, topic)
     problem = None if factor is None else check_min_insync_replicas(merged, factor)
     if problem is not None:
         raise Rejected(Errors.INVALID_CONFIG, problem)
-    if image.topic(key.name) is None:
-        raise Rejected(
-            Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{key.name}' does not exist."
-        )
+    if image.topic(topic) is None:
+        raise Rejected(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
 
 
-def _alter_one(
+def _altered(
     image: MetadataImage,
     resource: IncrementalAlterConfigsRequestAlterConfigsResource,
     ctx: ControllerContext,
-) -> list[ConfigRecord]:
+    budget: SliceBudget,
+) -> Generator[Slice, None, list[ConfigRecord]]:
+    """One resource's records (Rejected: why none), an entry per unit and pass."""
     rejected = resource_problem(image, resource.resource_type, resource.resource_name, ctx)
     if rejected is not None:
         raise rejected
-    _check_shape(resource)
+    yield from _check_shape(resource, budget)
     key = ConfigResource(ConfigResourceType(resource.resource_type), resource.resource_name)
-    table = TOPIC_CONFIGS if key.type == ConfigResourceType.TOPIC else BROKER_CONFIGS
-    existing = image.configs.get(key, {})
-    merged = dict(existing)
-    records = []
-    for config in resource.configs:
-        current = existing.get(config.name)
-        value = _new_value(table.get(config.name), config.config_operation, current, config.value)
-        if value is None:
-            merged.pop(config.name, None)
-        else:
-            merged[config.name] = value
-        if value != current or key.type == ConfigResourceType.BROKER:
-            records.append(ConfigRecord(
-                resource_type=key.type, resource_name=key.name, name=config.name, value=value
-            ))
-    touched = {c.name for c in resource.configs}
-    unknown = sorted(touched - set(BROKER_CONFIGS))
-    if key.type == ConfigResourceType.BROKER and unknown:
-        raise Rejected(
-            Errors.INVALID_REQUEST,
-            f"Cannot update {unknown[0]} dynamically (dynamic broker configs: "
-            f"{', '.join(sorted(BROKER_CONFIGS))})",
-        )
-    _validate(image, key, merged, touched)
+    records, merged = yield from _merge(image, key, resource, budget)
+    if key.type == ConfigResourceType.TOPIC:
+        _check_topic(image, key.name, merged)
     return records
 
 
-def incremental_alter_configs(
+def incremental_alter_configs_steps(
     image: MetadataImage,
     request: IncrementalAlterConfigsRequest,
     version: int,
     ctx: ControllerContext,
-) -> ControllerResult[IncrementalAlterConfigsResponse]:
-    counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
+) -> Steps[IncrementalAlterConfigsResponse]:
+    """Count the resources, then examine each (a unit per resource, per entry and pass,
+    paused as the budget runs out); then write the ConfigRecords (a transaction when they
+    span several slices)."""
+    budget = SliceBudget()
+    counts: Counter[tuple[int, str]] = Counter()
+    for resource in request.resources:
+        yield from budget.take()
+        counts[(resource.resource_type, resource.resource_name)] += 1
     records: list[ConfigRecord] = []
     answers = []
     for resource in request.resources:
+        yield from budget.take()
         error, message = Errors.NONE, None
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise Rejected(Errors.INVALID_REQUEST, "Each resource must appear at most once.")
-            records += _alter_one(image, resource, ctx)
+            altered = yield from _altered(image, resource, ctx, budget)
+            records += altered
         except Rejected as rejected:
             error, message = rejected.error, rejected.message
         answers.append(IncrementalAlterConfigsResponseAlterConfigsResource(
@@ -219,8 +268,11 @@ def incremental_alter_configs(
             resource_type=resource.resource_type,
             resource_name=resource.resource_name,
         ))
-    response = IncrementalAlterConfigsResponse(responses=tuple(answers))
-    return ControllerResult(() if request.validate_only else tuple(records), response)
+    yield from budget.emit(() if request.validate_only else records)
+    return IncrementalAlterConfigsResponse(responses=tuple(answers))
+
+
+incremental_alter_configs = at_once("IncrementalAlterConfigs", incremental_alter_configs_steps)
 
 
 # -- DescribeConfigs ------------------------------------------------------------------------
@@ -297,28 +349,57 @@ def _describe_one(
     return resolve_topic_configs(image, overrides, ctx.config, factor)
 
 
-def describe_configs(
+def _wanted_keys(
+    resource: DescribeConfigsRequestResource, budget: SliceBudget
+) -> Generator[Slice, None, set[str]]:
+    """The config keys a resource names (empty: every one), a key per unit."""
+    wanted: set[str] = set()
+    for name in resource.configuration_keys or ():
+        yield from budget.take()
+        wanted.add(name)
+    return wanted
+
+
+def _describe_result(
+    image: MetadataImage,
+    resource: DescribeConfigsRequestResource,
+    wanted: set[str],
+    request: DescribeConfigsRequest,
+    version: int,
+    ctx: ControllerContext,
+) -> DescribeConfigsResponseResult:
+    error, message = Errors.NONE, None
+    configs: tuple[DescribeConfigsResponseResourceResult, ...] = ()
+    try:
+        values = _describe_one(image, resource, ctx)
+    except Rejected as rejected:
+        error, message = rejected.error, rejected.message
+    else:
+        configs = tuple(
+            _described(v, request, version) for v in values if not wanted or v.name in wanted
+        )
+    return DescribeConfigsResponseResult(
+        error_code=error,
+        error_message=message,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        configs=configs,
+    )
+
+
+def describe_configs_steps(
     image: MetadataImage, request: DescribeConfigsRequest, version: int, ctx: ControllerContext
-) -> ControllerResult[DescribeConfigsResponse]:
-    """Every known config of each resource (or the named ones), with its source."""
+) -> Steps[DescribeConfigsResponse]:
+    """Every known config of each resource (or the named ones), with its source: a unit
+    per config a resource resolves and per key it names, paused as the budget runs out."""
+    budget = SliceBudget()
     results = []
     for resource in request.resources:
-        error, message = Errors.NONE, None
-        configs: tuple[DescribeConfigsResponseResourceResult, ...] = ()
-        try:
-            values = _describe_one(image, resource, ctx)
-        except Rejected as rejected:
-            error, message = rejected.error, rejected.message
-        else:
-            keys = resource.configuration_keys
-            configs = tuple(
-                _described(v, request, version) for v in values if not keys or v.name in keys
-            )
-        results.append(DescribeConfigsResponseResult(
-            error_code=error,
-            error_message=message,
-            resource_type=resource.resource_type,
-            resource_name=resource.resource_name,
-            configs=configs,
-        ))
-    return ControllerResult.answer(DescribeConfigsResponse(results=tuple(results)))
+        wanted = yield from _wanted_keys(resource, budget)
+        yield from budget.take(_UNITS_PER_DESCRIBED_RESOURCE)
+        results.append(_describe_result(image, resource, wanted, request, version, ctx))
+    yield from budget.emit(())
+    return DescribeConfigsResponse(results=tuple(results))
+
+
+describe_configs = at_once("DescribeConfigs", describe_configs_steps)

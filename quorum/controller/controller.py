@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final
 
-from quorum.controller.alter_partition import alter_partition
+from quorum.controller.alter_partition import alter_partition_steps
 from quorum.controller.bootstrap import bootstrap_records
 from quorum.controller.broker_sessions import BrokerSessions
 from quorum.controller.cluster_control import (
@@ -46,7 +46,10 @@ from quorum.controller.cluster_control import (
     steady_heartbeat,
     unregister_broker_steps,
 )
-from quorum.controller.config_control import describe_configs, incremental_alter_configs
+from quorum.controller.config_control import (
+    describe_configs_steps,
+    incremental_alter_configs_steps,
+)
 from quorum.controller.delta import MetadataReplayError, fold_records
 from quorum.controller.elections import (
     elect_leaders_steps,
@@ -67,13 +70,13 @@ from quorum.controller.partition_index import PartitionIndex, PartitionKey
 from quorum.controller.partition_map import EMPTY_PARTITIONS, PartitionMap
 from quorum.controller.producer_ids_control import allocate_producer_ids
 from quorum.controller.reassignments import (
-    alter_partition_reassignments,
+    alter_partition_reassignments_steps,
     list_partition_reassignments_steps,
 )
 from quorum.controller.replication_control import (
     create_partitions_steps,
     create_topics_steps,
-    delete_topics,
+    delete_topics_steps,
 )
 from quorum.controller.results import ControllerConfig, ControllerContext, ControllerResult
 from quorum.wire.error_codes import Errors
@@ -101,13 +104,8 @@ __all__ = ["QuorumController", "note_every_change"]
 Command = Callable[[MetadataImage, Any, int, ControllerContext], ControllerResult[Any]]
 SlicedCommand = Callable[[MetadataImage, Any, int, ControllerContext], Steps[Any]]
 
-# commands that read only the image (the broker lifecycle ones also use sessions)
+# commands whose work does not grow with their request: one slice
 _IMAGE_COMMANDS: Final[dict[type, Command]] = {
-    DeleteTopicsRequest: delete_topics,
-    AlterPartitionRequest: alter_partition,
-    AlterPartitionReassignmentsRequest: alter_partition_reassignments,
-    IncrementalAlterConfigsRequest: incremental_alter_configs,
-    DescribeConfigsRequest: describe_configs,
     AllocateProducerIdsRequest: allocate_producer_ids,
 }
 
@@ -130,6 +128,11 @@ class QuorumController:
             **{kind: _in_one_slice(command) for kind, command in _IMAGE_COMMANDS.items()},
             CreateTopicsRequest: create_topics_steps,
             CreatePartitionsRequest: create_partitions_steps,
+            DeleteTopicsRequest: delete_topics_steps,
+            AlterPartitionRequest: alter_partition_steps,
+            AlterPartitionReassignmentsRequest: alter_partition_reassignments_steps,
+            IncrementalAlterConfigsRequest: incremental_alter_configs_steps,
+            DescribeConfigsRequest: describe_configs_steps,
             ElectLeadersRequest: elect_leaders_steps,
             ListPartitionReassignmentsRequest: list_partition_reassignments_steps,
             BrokerRegistrationRequest: functools.partial(register_broker_steps, sessions=sessions),
@@ -377,7 +380,7 @@ class QuorumController:
 
 
 def _in_one_slice(command: Command) -> SlicedCommand:
-    """A command small by nature (bounded by its request) as one slice."""
+    """A command small by nature (O(1) whatever its request) as one slice."""
 
     def steps(image: MetadataImage, request: Any, version: int, ctx: ControllerContext) -> Steps[Any]:
         return from_result(lambda: command(image, request, version, ctx))

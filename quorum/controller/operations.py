@@ -23,6 +23,12 @@ of 100,000 partitions simply takes about a hundred slices.
 Operations run one at a time, in arrival order, so a generator may compute
 its records from the image it started on: nothing else changes the image
 before it ends but its own records.
+
+A command that examines its request item by item (DeleteTopics, AlterPartition,
+the config commands) counts its work with a ``SliceBudget``: it pauses (a slice
+without records) whenever the next item would not fit in the slice, and writes
+what it found at the end, the first records in the slice of the last items, so
+a small request is one slice.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ __all__ = [
     "RECORDS_PER_SLICE",
     "Operation",
     "Slice",
+    "SliceBudget",
     "Steps",
     "at_once",
     "emit_in_slices",
@@ -121,6 +128,40 @@ def scan_in_slices(
     if examined:
         yield Slice(more=True, units=examined)
     return found
+
+
+class SliceBudget:
+    """The units of work done since the last slice, by a command that pauses as it goes."""
+
+    def __init__(self, limit: int = MAX_UNITS_PER_SLICE) -> None:
+        self.limit = limit
+        self.units = 0  # invariant: units <= limit
+
+    def take(self, units: int = 1) -> Generator[Slice, None, None]:
+        """Count ``units`` of work about to be done; a pause first if they do not fit."""
+        assert units <= self.limit, f"{units} units never fit in a slice of {self.limit}"
+        if self.units + units > self.limit:
+            yield self.pause()
+        self.units += units
+
+    def pause(self) -> Slice:
+        """A slice without records for the work counted since the last one."""
+        piece = Slice(more=True, units=self.units)
+        self.units = 0
+        return piece
+
+    def emit(self, records: Sequence[MetadataRecord]) -> Generator[Slice, None, None]:
+        """``records`` in slices (each record a unit); the first also carries the work
+        counted so far, so a small command is one slice. Nothing follows the last."""
+        start = 0
+        while start < len(records) or self.units:
+            room = min(RECORDS_PER_SLICE, self.limit - self.units)
+            end = start + room
+            chunk = records[start:end]
+            piece = Slice(chunk, more=end < len(records), units=self.units + len(chunk))
+            self.units = 0
+            start = end
+            yield piece
 
 
 class Operation(Generic[R]):

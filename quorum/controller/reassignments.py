@@ -26,6 +26,10 @@ the first original replica becomes the ISR, which is an unclean election and
 is refused (INVALID_REPLICA_ASSIGNMENT) unless the topic allows unclean
 elections.
 
+AlterPartitionReassignments examines its partitions in slices of at most
+``MAX_UNITS_PER_SLICE`` (``quorum.controller.operations.SliceBudget``), then
+writes their records (one transaction when they span several slices).
+
 ListPartitionReassignments with a null topic list examines every partition:
 ``list_partition_reassignments_steps`` scans them in slices
 (``quorum.controller.operations.scan_in_slices``), so the active controller
@@ -41,7 +45,14 @@ from collections.abc import Callable
 
 from quorum.controller.delta import merge_partition_change
 from quorum.controller.image import MetadataImage, PartitionRegistration, TopicImage
-from quorum.controller.operations import Operation, Steps, run_to_end, scan_in_slices
+from quorum.controller.operations import (
+    Operation,
+    SliceBudget,
+    Steps,
+    at_once,
+    run_to_end,
+    scan_in_slices,
+)
 from quorum.controller.partition_change import Election, build_partition_change
 from quorum.controller.rejections import Rejected
 from quorum.controller.replica_assignment import assignment_problem
@@ -51,6 +62,7 @@ from quorum.wire.error_codes import Errors
 from quorum.wire.messages.metadata_records import PartitionChangeRecord
 from quorum.wire.messages.partition_reassignments import (
     AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsRequestReassignablePartition,
     AlterPartitionReassignmentsResponse,
     AlterPartitionReassignmentsResponseReassignablePartition,
     AlterPartitionReassignmentsResponseReassignableTopic,
@@ -62,6 +74,7 @@ from quorum.wire.messages.partition_reassignments import (
 
 __all__ = [
     "alter_partition_reassignments",
+    "alter_partition_reassignments_steps",
     "list_partition_reassignments",
     "list_partition_reassignments_steps",
     "reassignment_targets",
@@ -142,50 +155,70 @@ def _cancel(
     )
 
 
-def alter_partition_reassignments(
+def _reassigned(
+    image: MetadataImage,
+    topic: TopicImage | None,
+    name: str,
+    part: AlterPartitionReassignmentsRequestReassignablePartition,
+    current: PartitionRegistration | None,
+    ctx: ControllerContext,
+) -> PartitionChangeRecord | None:
+    """One partition's move or cancel (Rejected: why not)."""
+    if topic is None or current is None:
+        raise Rejected(
+            Errors.UNKNOWN_TOPIC_OR_PARTITION,
+            f"Unable to find partition {name}-{part.partition_index}.",
+        )
+    if part.replicas is None:
+        return _cancel(image, topic, part.partition_index, current, ctx)
+    return _change(image, topic, part.partition_index, current, part.replicas, ctx)
+
+
+def alter_partition_reassignments_steps(
     image: MetadataImage,
     request: AlterPartitionReassignmentsRequest,
     version: int,
     ctx: ControllerContext,
-) -> ControllerResult[AlterPartitionReassignmentsResponse]:
+) -> Steps[AlterPartitionReassignmentsResponse]:
+    """Examine each topic and partition (a unit each, paused as the budget runs out), then
+    write the PartitionChangeRecords (a transaction when they span several slices).
+    A partition named again sees the change its earlier entry made."""
+    budget = SliceBudget()
     records: list[PartitionChangeRecord] = []
     changed: dict[tuple[uuid.UUID, int], PartitionRegistration] = {}
     responses = []
     for entry in request.topics:
+        yield from budget.take()
         topic = image.topic(entry.name)
         answers = []
         for part in entry.partitions:
-            error, message = Errors.NONE, None
+            yield from budget.take()
+            error, message, index = Errors.NONE, None, part.partition_index
+            current = None
+            if topic is not None:
+                current = changed.get((topic.topic_id, index), topic.partition(index))
             try:
-                current = None if topic is None else changed.get(
-                    (topic.topic_id, part.partition_index), topic.partition(part.partition_index)
-                )
-                if topic is None or current is None:
-                    raise Rejected(
-                        Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                        f"Unable to find partition {entry.name}-{part.partition_index}.",
-                    )
-                if part.replicas is None:
-                    record = _cancel(image, topic, part.partition_index, current, ctx)
-                else:
-                    record = _change(
-                        image, topic, part.partition_index, current, part.replicas, ctx
-                    )
-                if record is not None:
-                    records.append(record)
-                    changed[(topic.topic_id, part.partition_index)] = merge_partition_change(
-                        current, record
-                    )
+                record = _reassigned(image, topic, entry.name, part, current, ctx)
             except Rejected as rejected:
                 error, message = rejected.error, rejected.message
+            else:
+                if record is not None:
+                    assert topic is not None and current is not None
+                    records.append(record)
+                    changed[(topic.topic_id, index)] = merge_partition_change(current, record)
             answers.append(AlterPartitionReassignmentsResponseReassignablePartition(
                 partition_index=part.partition_index, error_code=error, error_message=message
             ))
         responses.append(AlterPartitionReassignmentsResponseReassignableTopic(
             name=entry.name, partitions=tuple(answers)
         ))
-    response = AlterPartitionReassignmentsResponse(error_message=None, responses=tuple(responses))
-    return ControllerResult(tuple(records), response)
+    yield from budget.emit(records)
+    return AlterPartitionReassignmentsResponse(error_message=None, responses=tuple(responses))
+
+
+alter_partition_reassignments = at_once(
+    "AlterPartitionReassignments", alter_partition_reassignments_steps
+)
 
 
 _Ongoing = ListPartitionReassignmentsResponseOngoingPartitionReassignment

@@ -7,6 +7,8 @@ topic: a multi-topic request may succeed for some topics and fail for others,
 and a failed topic writes nothing. A topic is created whole (TopicRecord, its
 ConfigRecords and all its PartitionRecords in one result) or not at all.
 Within one request later topics see the earlier ones (names and ids in use).
+DeleteTopics looks its names up in slices of at most ``MAX_UNITS_PER_SLICE``
+(``quorum.controller.operations.SliceBudget``) before writing its records.
 
 Kafka's rules (ReplicationControlManager, ControllerApis) with one addition:
 when neither the broker settings nor the request set ``min.insync.replicas``,
@@ -25,7 +27,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 import attrs
 
 from quorum.controller.image import ConfigResourceType, MetadataImage
-from quorum.controller.operations import RECORDS_PER_SLICE, Slice, Steps, at_once
+from quorum.controller.operations import RECORDS_PER_SLICE, Slice, SliceBudget, Steps, at_once
 from quorum.controller.rejections import Rejected
 from quorum.controller.replica_assignment import (
     active_replicas,
@@ -33,7 +35,7 @@ from quorum.controller.replica_assignment import (
     partition_record,
     placement_on_active_brokers,
 )
-from quorum.controller.results import ControllerContext, ControllerResult
+from quorum.controller.results import ControllerContext
 from quorum.controller.topic_configs import (
     CLUSTER_DEFAULT,
     MIN_INSYNC_REPLICAS,
@@ -45,7 +47,7 @@ from quorum.controller.topic_configs import (
 )
 from quorum.controller.topic_names import (
     CLUSTER_METADATA_TOPIC,
-    colliding_topic,
+    CollisionIndex,
     topic_name_problem,
 )
 from quorum.wire.error_codes import Errors
@@ -79,6 +81,7 @@ __all__ = [
     "create_topics",
     "create_topics_steps",
     "delete_topics",
+    "delete_topics_steps",
 ]
 
 DUPLICATE_NAME = "Duplicate topic name: it may appear only once in a request."
@@ -94,6 +97,24 @@ class _Batch:
     image: MetadataImage
     names: set[str] = attrs.field(factory=set)
     ids: set[uuid.UUID] = attrs.field(factory=set)
+    # the image's names and this request's by their '.'-as-'_' form; None until a
+    # requested name needs it
+    collisions: CollisionIndex | None = None
+
+    def index_collisions(self, budget: SliceBudget) -> Generator[Slice, None, None]:
+        """The collision index of the image's topics, a unit a name (once a request)."""
+        index = CollisionIndex()
+        for name in self.image.topic_ids_by_name:
+            yield from budget.take()
+            index.add(name)
+        for name in self.names:
+            index.add(name)
+        self.collisions = index
+
+    def add_name(self, name: str) -> None:
+        self.names.add(name)
+        if self.collisions is not None:
+            self.collisions.add(name)
 
     def new_topic_id(self, ctx: ControllerContext) -> uuid.UUID:
         while True:
@@ -114,7 +135,8 @@ def _check_name(batch: _Batch, name: str) -> None:
         raise Rejected(Errors.INVALID_TOPIC_EXCEPTION, problem)
     if batch.image.topic(name) is not None or name in batch.names:
         raise Rejected(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-    other = colliding_topic(name, [*batch.image.topic_ids_by_name, *batch.names])
+    assert batch.collisions is not None or ("." not in name and "_" not in name)
+    other = None if batch.collisions is None else batch.collisions.colliding(name)
     if other is not None:
         raise Rejected(
             Errors.INVALID_TOPIC_EXCEPTION,
@@ -141,8 +163,8 @@ def _requested_configs(topic: CreateTopicsRequestTopic) -> dict[str, str]:
 
 
 def _manual_assignments(
-    image: MetadataImage, topic: CreateTopicsRequestTopic
-) -> list[tuple[int, ...]]:
+    image: MetadataImage, topic: CreateTopicsRequestTopic, budget: SliceBudget
+) -> Generator[Slice, None, list[tuple[int, ...]]]:
     if topic.replication_factor != -1 or topic.num_partitions != -1:
         raise Rejected(
             Errors.INVALID_REQUEST,
@@ -152,6 +174,7 @@ def _manual_assignments(
     by_index: dict[int, tuple[int, ...]] = {}
     factor: int | None = None
     for assignment in topic.assignments:
+        yield from budget.take()
         index, replicas = assignment.partition_index, tuple(assignment.broker_ids)
         if index in by_index:
             raise Rejected(
@@ -176,11 +199,11 @@ def _manual_assignments(
 
 
 def _placement(
-    batch: _Batch, topic: CreateTopicsRequestTopic, ctx: ControllerContext
-) -> tuple[int, int, Callable[[int], tuple[int, ...]]]:
+    batch: _Batch, topic: CreateTopicsRequestTopic, ctx: ControllerContext, budget: SliceBudget
+) -> Generator[Slice, None, tuple[int, int, Callable[[int], tuple[int, ...]]]]:
     """(partition count, replication factor, partition -> replicas) for a new topic."""
     if topic.assignments:
-        manual = _manual_assignments(batch.image, topic)
+        manual = yield from _manual_assignments(batch.image, topic, budget)
         return len(manual), len(manual[0]), manual.__getitem__
     if topic.replication_factor < -1 or topic.replication_factor == 0:
         raise Rejected(
@@ -241,25 +264,38 @@ class _TopicPlan:
 
 
 def _plan_topic(
-    batch: _Batch, topic: CreateTopicsRequestTopic, version: int, ctx: ControllerContext
-) -> tuple[_TopicPlan, CreateTopicsResponseTopic]:
-    """Every check of one topic (cheap: placement is computed later, per partition)."""
+    batch: _Batch,
+    topic: CreateTopicsRequestTopic,
+    version: int,
+    ctx: ControllerContext,
+    budget: SliceBudget,
+) -> Generator[Slice, None, tuple[_TopicPlan, CreateTopicsResponseTopic]]:
+    """Every check of one topic: a unit, and one more per config and per manual
+    assignment (placement itself is computed later, per partition)."""
     image, name = batch.image, topic.name
+    yield from budget.take()
+    if batch.collisions is None and ("." in name or "_" in name):
+        yield from batch.index_collisions(budget)
     _check_name(batch, name)
+    for _ in topic.configs:
+        yield from budget.take()
     configs = _requested_configs(topic)
-    count, factor, replicas_of = _placement(batch, topic, ctx)
-    if topic.assignments and any(not active_replicas(image, replicas_of(i)) for i in range(count)):
-        raise Rejected(
-            Errors.INVALID_REPLICATION_FACTOR,
-            f"Unable to replicate the partition {factor} time(s): all brokers are "
-            "currently fenced or in controlled shutdown.",
-        )
+    count, factor, replicas_of = yield from _placement(batch, topic, ctx, budget)
+    if topic.assignments:
+        for index in range(count):
+            yield from budget.take()
+            if not active_replicas(image, replicas_of(index)):
+                raise Rejected(
+                    Errors.INVALID_REPLICATION_FACTOR,
+                    f"Unable to replicate the partition {factor} time(s): all brokers are "
+                    "currently fenced or in controlled shutdown.",
+                )
     problem = check_min_insync_replicas(configs, factor)
     if problem is not None:
         raise Rejected(Errors.INVALID_CONFIG, problem)
     configs = _with_min_insync(image, configs, factor, ctx)
     topic_id = batch.new_topic_id(ctx)
-    batch.names.add(name)
+    batch.add_name(name)
     plan = _TopicPlan(image, name, topic_id, configs, count, replicas_of)
     result = CreateTopicsResponseTopic(name=name, error_code=Errors.NONE, error_message=None)
     if version >= 5:
@@ -293,7 +329,11 @@ def create_topics_steps(
     (``quorum.controller.operations``): all the topics of the request appear
     together or not at all.
     """
-    counts = Counter(t.name for t in request.topics)
+    budget = SliceBudget()
+    counts: Counter[str] = Counter()
+    for topic in request.topics:
+        yield from budget.take()
+        counts[topic.name] += 1
     batch = _Batch(image)
     plans: list[_TopicPlan] = []
     results: dict[str, CreateTopicsResponseTopic] = {}
@@ -304,7 +344,7 @@ def create_topics_steps(
             results[topic.name] = _topic_error(topic.name, Errors.INVALID_REQUEST, DUPLICATE_NAME)
             continue
         try:
-            plan, results[topic.name] = _plan_topic(batch, topic, version, ctx)
+            plan, results[topic.name] = yield from _plan_topic(batch, topic, version, ctx, budget)
         except Rejected as rejected:
             results[topic.name] = _topic_error(topic.name, rejected.error, rejected.message)
             continue
@@ -327,13 +367,20 @@ def _topic_error(name: str, error: Errors, message: str) -> CreateTopicsResponse
 # -- DeleteTopics ---------------------------------------------------------------------------
 
 
-def delete_topics(
+def delete_topics_steps(
     image: MetadataImage, request: DeleteTopicsRequest, version: int, ctx: ControllerContext
-) -> ControllerResult[DeleteTopicsResponse]:
-    counts = Counter(request.topic_names)
+) -> Steps[DeleteTopicsResponse]:
+    """Count the names, then look each up (a unit each, paused as the budget runs out);
+    then write the RemoveTopicRecords (a transaction when they span several slices)."""
+    budget = SliceBudget()
+    counts: Counter[str] = Counter()
+    for name in request.topic_names:
+        yield from budget.take()
+        counts[name] += 1
     records: list[MetadataRecord] = []
     results: dict[str, DeleteTopicsResponseTopic] = {}
     for name in request.topic_names:
+        yield from budget.take()
         if name in results:
             continue
         error = Errors.NONE
@@ -345,7 +392,11 @@ def delete_topics(
         else:
             records.append(RemoveTopicRecord(topic_id=topic.topic_id))
         results[name] = DeleteTopicsResponseTopic(name=name, error_code=error)
-    return ControllerResult(tuple(records), DeleteTopicsResponse(responses=tuple(results.values())))
+    yield from budget.emit(records)
+    return DeleteTopicsResponse(responses=tuple(results.values()))
+
+
+delete_topics = at_once("DeleteTopics", delete_topics_steps)
 
 
 # -- CreatePartitions -----------------------------------------------------------------------
@@ -367,8 +418,13 @@ class _NewPartitions:
 
 
 def _new_partitions(
-    image: MetadataImage, topic: CreatePartitionsRequestTopic, ctx: ControllerContext
-) -> _NewPartitions:
+    image: MetadataImage,
+    topic: CreatePartitionsRequestTopic,
+    ctx: ControllerContext,
+    budget: SliceBudget,
+) -> Generator[Slice, None, _NewPartitions]:
+    """The checks of one topic: a unit, and two more per manual assignment."""
+    yield from budget.take()
     found = image.topic(topic.name)
     if found is None:
         raise Rejected(
@@ -388,13 +444,17 @@ def _new_partitions(
         # automatic placement uses active brokers only; it continues partition 0's pattern
         replicas_of = placement_on_active_brokers(image, additional, factor, ctx, [first.replicas])
         return _NewPartitions(image, found.topic_id, current, additional, replicas_of)
-    assignments = _manual_new_partitions(image, topic, additional, factor, current)
-    if any(not active_replicas(image, r) for r in assignments):
-        raise Rejected(
-            Errors.INVALID_REPLICATION_FACTOR,
-            f"Unable to replicate the partition {factor} time(s): all brokers are "
-            "currently fenced or in controlled shutdown.",
-        )
+    assignments = yield from _manual_new_partitions(
+        image, topic, additional, factor, current, budget
+    )
+    for replicas in assignments:
+        yield from budget.take()
+        if not active_replicas(image, replicas):
+            raise Rejected(
+                Errors.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {factor} time(s): all brokers are "
+                "currently fenced or in controlled shutdown.",
+            )
     return _NewPartitions(
         image, found.topic_id, current, additional, lambda p: assignments[p - current]
     )
@@ -406,7 +466,8 @@ def _manual_new_partitions(
     additional: int,
     factor: int,
     current: int,
-) -> list[tuple[int, ...]]:
+    budget: SliceBudget,
+) -> Generator[Slice, None, list[tuple[int, ...]]]:
     assert topic.assignments is not None
     if len(topic.assignments) != additional:
         raise Rejected(
@@ -416,6 +477,7 @@ def _manual_new_partitions(
         )
     assignments = []
     for offset, assignment in enumerate(topic.assignments):
+        yield from budget.take()
         replicas = tuple(assignment.broker_ids)
         problem = assignment_problem(image, replicas, factor)
         if problem is None and not active_replicas(image, replicas):
@@ -434,7 +496,11 @@ def create_partitions_steps(
 ) -> Steps[CreatePartitionsResponse]:
     """Check every topic, then write the new partitions in bounded slices (a
     transaction when they span several)."""
-    counts = Counter(t.name for t in request.topics)
+    budget = SliceBudget()
+    counts: Counter[str] = Counter()
+    for topic in request.topics:
+        yield from budget.take()
+        counts[topic.name] += 1
     plans: list[_NewPartitions] = []
     results: dict[str, CreatePartitionsResponseTopicResult] = {}
     for topic in request.topics:
@@ -444,7 +510,7 @@ def create_partitions_steps(
         try:
             if counts[topic.name] > 1:
                 raise Rejected(Errors.INVALID_REQUEST, DUPLICATE_NAME)
-            plans.append(_new_partitions(image, topic, ctx))
+            plans.append((yield from _new_partitions(image, topic, ctx, budget)))
         except Rejected as rejected:
             error, message = rejected.error, rejected.message
         results[topic.name] = CreatePartitionsResponseTopicResult(

@@ -8,13 +8,12 @@ names replace '.' with '_', so both topics would report under one name.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Final
 
 __all__ = [
     "CLUSTER_METADATA_TOPIC",
     "MAX_NAME_LENGTH",
-    "colliding_topic",
+    "CollisionIndex",
     "topic_name_problem",
 ]
 
@@ -46,9 +45,22 @@ def _unified(name: str) -> str:
     return name.replace(".", "_")
 
 
-def colliding_topic(name: str, existing: Iterable[str]) -> str | None:
-    """An existing name that differs from ``name`` only by '.' versus '_'."""
-    if "." not in name and "_" not in name:
-        return None
-    key = _unified(name)
-    return next((other for other in existing if other != name and _unified(other) == key), None)
+
+
+class CollisionIndex:
+    """Names by their '.'-as-'_' form: which known name a new one collides with, without
+    a scan of every topic per name (a request of many dotted names was quadratic)."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+
+    def add(self, name: str) -> None:
+        if "." in name or "_" in name:
+            self._names.setdefault(_unified(name), name)
+
+    def colliding(self, name: str) -> str | None:
+        """A name added that differs from ``name`` only by '.' versus '_'."""
+        if "." not in name and "_" not in name:
+            return None
+        other = self._names.get(_unified(name))
+        return other if other != name else None
