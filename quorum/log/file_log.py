@@ -481,6 +481,14 @@ class FileLog:
     def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
         return self._files_of.snapshots.create(snapshot_id, data)
 
+    def write_partial_snapshot(
+        self, snapshot_id: OffsetAndEpoch, position: int, data: bytes
+    ) -> None:
+        self._files_of.snapshots.write_partial(snapshot_id, position, data)
+
+    def store_partial_snapshot(self, snapshot_id: OffsetAndEpoch) -> bool:
+        return self._files_of.snapshots.store_partial(snapshot_id)
+
     def read_snapshot(
         self, snapshot_id: OffsetAndEpoch, position: int = 0, max_bytes: int | None = None
     ) -> bytes:

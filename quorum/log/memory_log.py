@@ -59,6 +59,8 @@ class MemoryLog:
         self._flushed_offset = 0
         self._epochs = EpochCache()
         self._snapshots: dict[OffsetAndEpoch, bytes] = {}
+        # downloads in progress (``write_partial_snapshot``): forgotten by a crash
+        self._partial: dict[OffsetAndEpoch, bytearray] = {}
 
     # -- offsets and epochs ---------------------------------------------------
 
@@ -238,6 +240,7 @@ class MemoryLog:
             self._drop_from(bisect.bisect_left(self._bases, flushed))
             self._log_end_offset = flushed
             self._model.truncate_to(flushed, flushed, now_ms=self._clock_ms())
+        self._partial.clear()  # the file log removes its .part files when it opens
         self.restart()
 
     def restart(self) -> None:
@@ -387,6 +390,19 @@ class MemoryLog:
         whole = data if isinstance(data, bytes | memoryview) else b"".join(data)
         self._snapshots[snapshot_id] = bytes(whole)
         return True
+
+    def write_partial_snapshot(
+        self, snapshot_id: OffsetAndEpoch, position: int, data: bytes
+    ) -> None:
+        if position == 0:
+            self._partial[snapshot_id] = bytearray()
+        partial = self._partial[snapshot_id]
+        # the file log writes at any position; a download only ever appends
+        assert position == len(partial), f"a chunk at {position} of {len(partial)} bytes"
+        partial += data
+
+    def store_partial_snapshot(self, snapshot_id: OffsetAndEpoch) -> bool:
+        return self.create_snapshot(snapshot_id, bytes(self._partial.pop(snapshot_id)))
 
     def _snapshot(self, snapshot_id: OffsetAndEpoch) -> bytes:
         try:

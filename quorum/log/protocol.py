@@ -184,6 +184,19 @@ class ReplicatedLog(Protocol):
         """
         ...
 
+    def write_partial_snapshot(
+        self, snapshot_id: OffsetAndEpoch, position: int, data: bytes
+    ) -> None:
+        """Write a downloaded chunk at ``position`` of ``snapshot_id``'s partial copy,
+        durably (position 0 starts a new copy). A partial copy is no snapshot: it is not
+        listed, read or served, and a restart forgets it."""
+        ...
+
+    def store_partial_snapshot(self, snapshot_id: OffsetAndEpoch) -> bool:
+        """Make the complete partial copy of ``snapshot_id`` a stored snapshot, atomically;
+        False (the copy dropped) if that id already exists."""
+        ...
+
     def read_snapshot(
         self, snapshot_id: OffsetAndEpoch, position: int = 0, max_bytes: int | None = None
     ) -> bytes:

@@ -82,6 +82,36 @@ class SnapshotStore:
         self._ids.add(snapshot_id)
         return True
 
+    def write_partial(self, snapshot_id: OffsetAndEpoch, position: int, data: bytes) -> None:
+        """A downloaded chunk into ``<name>.checkpoint.part`` at ``position``, synced (a
+        chunk at a time: the last one leaves nothing large to sync on the owner's thread)."""
+        path = self._partial_path(snapshot_id)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if position == 0 else 0)
+        fd = os.open(path, flags, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.pwrite(fd, view, position)
+                view, position = view[written:], position + written
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+    def store_partial(self, snapshot_id: OffsetAndEpoch) -> bool:
+        """The partial file renamed into place (its chunks are synced already)."""
+        partial = self._partial_path(snapshot_id)
+        if snapshot_id in self._ids:
+            partial.unlink(missing_ok=True)
+            return False
+        path = self.path_of(snapshot_id)
+        os.replace(partial, path)
+        fsync_dir(path.parent)
+        self._ids.add(snapshot_id)
+        return True
+
+    def _partial_path(self, snapshot_id: OffsetAndEpoch) -> Path:
+        return self._directory / (snapshot_file_name(snapshot_id) + ".part")
+
     def _existing(self, snapshot_id: OffsetAndEpoch) -> Path:
         if snapshot_id not in self._ids:
             raise SnapshotNotFoundError(

@@ -12,8 +12,10 @@ FetchSnapshot at the position it has reached instead of Fetch, one request
 in flight. SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE or an answer without a
 snapshot id drop the partial download and the follower fetches again (the
 leader cleaned that snapshot away; the next Fetch names the new one). A
-chunk that is not the one asked for is ignored. When ``written == size`` the
-snapshot is stored and the log emptied at it (``install_snapshot``).
+chunk that is not the one asked for is ignored. The chunks go to the log's
+partial copy of the snapshot as they arrive (each synced); when ``written ==
+size`` the copy is stored (a rename) and the log emptied at it
+(``install_snapshot``).
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def send_fetch_snapshot(ctx: CoreContext, state: Follower, now_ms: int) -> None:
         partition=METADATA_PARTITION,
         current_leader_epoch=ctx.epoch,
         snapshot_id=download.snapshot_id,
-        position=len(download.data),
+        position=download.written,
     )
     ctx.send_request(state.leader_id, snapshot_adapters.fetch_snapshot_request(ask), now_ms)
 
@@ -151,18 +153,20 @@ def handle_fetch_snapshot_response(
         state.snapshot_download = None
         state.fetch_deadline_ms = ctx.fetch_deadline(now_ms)
         return
-    written = len(download.data)
+    written = download.written
     if answer.snapshot_id != download.snapshot_id or answer.position != written:
         ctx.requests.back_off(source, now_ms)  # not the chunk this node asked for
         return
     state.heard_from_leader(ctx.fetch_deadline(now_ms))
-    download.data += answer.data
-    if len(download.data) > answer.size or (not answer.data and written < answer.size):
+    end = written + len(answer.data)
+    if end > answer.size or (not answer.data and written < answer.size):
         state.snapshot_download = None  # a chunk that does not fit: start over
         return
-    if len(download.data) == answer.size:
+    ctx.log.write_partial_snapshot(download.snapshot_id, written, answer.data)
+    download.written = end
+    if end == answer.size:
         state.snapshot_download = None
-        ctx.log.create_snapshot(download.snapshot_id, bytes(download.data))
+        ctx.log.store_partial_snapshot(download.snapshot_id)
         install_snapshot(ctx, state, download.snapshot_id)
 
 

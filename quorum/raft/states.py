@@ -115,15 +115,17 @@ class Leader:
 
 @attrs.define
 class SnapshotDownload:
-    """A snapshot a follower is fetching from its leader, and the bytes received so far.
+    """A snapshot a follower is fetching from its leader, and how many bytes it has.
 
-    Held in memory, not in a ``.checkpoint.part`` file: metadata snapshots are
-    small (Kafka's default trigger is 20 MiB of records), and a download that a
-    crash or a new leader interrupts starts over anyway.
+    The chunks go to the log's partial copy as they arrive
+    (``write_partial_snapshot``), each synced: a 1,000,000-partition snapshot is
+    74 MB, which written and synced in one go at the end held the node's thread
+    for 50-250 ms. A download that a crash or a new leader interrupts starts
+    over at position 0.
     """
 
     snapshot_id: OffsetAndEpoch
-    data: bytearray = attrs.field(factory=bytearray)
+    written: int = 0
 
 
 @attrs.define(kw_only=True)

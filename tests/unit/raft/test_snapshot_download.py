@@ -248,3 +248,55 @@ def test_a_download_onto_a_file_log_survives_a_restart(tmp_path: Path) -> None:
     first = new_core(2, log=reopened).poll(0)
     assert first.loaded_snapshot == SNAPSHOT
     reopened.close()
+
+
+def test_a_download_writes_each_chunk_as_it_arrives_and_stores_it_by_a_rename(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "__cluster_metadata-0"
+    directory.mkdir()
+    log = FileLog(directory)
+    core, request_id = downloading(log)
+    partial = directory / "00000000000000000100-0000000001.checkpoint.part"
+    for position in (0, 300):
+        ready = answer_fetch_snapshot(
+            core, request_id, 2 + position, snapshot_id=SNAPSHOT, size=len(DATA),
+            position=position, data=DATA[position:position + 300],
+        )
+        request_id, _ = snapshot_request_of(ready)
+        # the chunks so far are on disk, and no snapshot is listed or served yet
+        assert partial.read_bytes() == DATA[:position + 300]
+        assert log.snapshot_ids() == []
+    ready = answer_fetch_snapshot(
+        core, request_id, 700, snapshot_id=SNAPSHOT, size=len(DATA), position=600,
+        data=DATA[600:],
+    )
+    assert ready.loaded_snapshot == SNAPSHOT
+    assert not partial.exists() and log.snapshot_ids() == [SNAPSHOT]
+    assert log.read_snapshot(SNAPSHOT) == DATA
+    log.close()
+
+
+def test_an_interrupted_download_leaves_no_snapshot_and_a_restart_removes_its_part(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "__cluster_metadata-0"
+    directory.mkdir()
+    log = FileLog(directory)
+    core, request_id = downloading(log)
+    answer_fetch_snapshot(
+        core, request_id, 2, snapshot_id=SNAPSHOT, size=len(DATA), position=0, data=DATA[:300]
+    )
+    partial = directory / "00000000000000000100-0000000001.checkpoint.part"
+    assert partial.exists()
+    log.close()  # the node stops half-way
+    reopened = FileLog(directory)
+    assert not partial.exists() and reopened.snapshot_ids() == []
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (0, 0)
+    # the next download starts over at position 0 and overwrites any partial copy
+    core, request_id = downloading(reopened)
+    ready = answer_fetch_snapshot(
+        core, request_id, 2, snapshot_id=SNAPSHOT, size=len(DATA), position=0, data=DATA
+    )
+    assert ready.loaded_snapshot == SNAPSHOT and reopened.read_snapshot(SNAPSHOT) == DATA
+    reopened.close()
