@@ -1,37 +1,41 @@
 """What the metadata simulation checks, from a reference built apart from the production code.
 
 The reference reads the committed batches (``CommittedRecord``, which the
-Raft invariants keep) with nothing but the record codec: where every
-metadata transaction begins and ends (KIP-868), which ones were aborted, and
-which topics those aborted transactions created. Against it, every image a
-node publishes must
+Raft invariants keep) with nothing but the record codec and the image delta:
+where every metadata transaction begins and ends (KIP-868), which ones were
+aborted, which topics those aborted transactions created, and the image at
+every stable boundary (``ReferenceImages``). Against it, every image a node
+publishes must
 
 * end at a committed batch boundary outside every transaction (all of a
   transaction's records or none of them are visible);
 * hold no topic that only an aborted transaction created;
-* equal every other node's image at the same offset (small images: the
-  digest is compared at every publication);
+* equal the reference image at its offset, hence every other node's image
+  there (images up to ``FULL_CHECK_PARTITIONS`` partitions);
 * keep every partition's leader and partition epochs from going back, and
-  keep leaders in their ISRs (``tests.sim.controller.checks``).
+  pass the image invariants (``image_checks``).
 
-An answer a controller gives for a CreateTopics must hold: a topic it says
-was created was created by a committed record outside any aborted
-transaction by the time the answer leaves.
+Every answer a controller gives must be backed by a reference image
+(``answers``); a topic answered as created stays in every later reference
+image until a delete was asked; no two producer id blocks overlap.
 """
 
 from __future__ import annotations
 
+import collections
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from quorum.controller.digest import image_digest
 from quorum.controller.image import MetadataImage
+from quorum.controller.results import ControllerConfig
 from quorum.controller.snapshot import read_snapshot
 from quorum.log import OffsetAndEpoch
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.metadata_records import (
     AbortTransactionRecord,
     BeginTransactionRecord,
+    BrokerRegistrationChangeRecord,
     EndTransactionRecord,
     TopicRecord,
 )
@@ -40,10 +44,12 @@ from quorum.wire.metadata_serde import decode_metadata_record
 from quorum.wire.records import decode_batch
 
 from ..committed import CommittedRecord, InvariantViolation
-from ..controller.checks import check_epochs_never_decrease, check_image
 from ..driver import SimNode
 from ..invariants import Invariants
 from ..simulator import Simulation
+from .answers import Answer, AnswerChecker
+from .image_checks import ProducerBlocks, TopicWatches, check_epochs_never_decrease, check_image
+from .reference import ReferenceImages
 
 if TYPE_CHECKING:
     from .nodes import MetadataNode
@@ -55,8 +61,21 @@ FULL_CHECK_PARTITIONS = 20_000
 
 
 class MetadataChecks:
-    def __init__(self, record: CommittedRecord) -> None:
+    def __init__(
+        self, record: CommittedRecord, config: ControllerConfig, *, reference: bool = True
+    ) -> None:
         self._record = record
+        # None: the scale scenario, whose images are too large to fold after every batch
+        self.reference = ReferenceImages() if reference else None
+        self.watches = TopicWatches()
+        self.blocks = ProducerBlocks()
+        self.answers = AnswerChecker(
+            config, self.reference or ReferenceImages(), self.watches, self.blocks
+        )
+        self._answered: list[Answer] = []
+        # what the committed log holds: record kinds, "leader change" (control batches),
+        # "fenced" (registration changes that fence a broker), "aborted"
+        self.seen: collections.Counter[str] = collections.Counter()
         self._scanned = 0  # batches of the record scanned so far
         self.windows: list[tuple[int, int | None]] = []  # (begin, end or abort; None: open)
         self.aborted: list[tuple[int, int]] = []
@@ -84,12 +103,23 @@ class MetadataChecks:
             batch = decode_batch(data[self._scanned])
             self._scanned += 1
             if batch.header.is_control:
-                continue
-            for item in batch.records:
-                assert item.value is not None
-                self._note(batch.offset_of(item), decode_metadata_record(item.value))
+                self.seen["leader change"] += 1
+            else:
+                for item in batch.records:
+                    assert item.value is not None
+                    self._note(batch.offset_of(item), decode_metadata_record(item.value))
+            reference = self.reference
+            if reference is not None and reference.batch_end(
+                batch.header.last_offset + 1, batch.header.partition_leader_epoch
+            ) is not None:
+                self.watches.check(reference.images)
 
     def _note(self, offset: int, record: Any) -> None:
+        self.seen[type(record).__name__] += 1
+        if isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == 1:
+            self.seen["fenced"] += 1
+        if self.reference is not None:
+            self.reference.note(record)
         open_window = self.windows[-1] if self.windows and self.windows[-1][1] is None else None
         if isinstance(record, BeginTransactionRecord):
             if open_window is not None:
@@ -101,6 +131,7 @@ class MetadataChecks:
                 raise InvariantViolation(f"a transaction marker at {offset} ends nothing")
             self.windows[-1] = (open_window[0], offset)
             if isinstance(record, AbortTransactionRecord):
+                self.seen["aborted"] += 1
                 self.aborted.append((open_window[0], offset))
                 self.aborted_topics |= self._open_topics
             else:
@@ -118,10 +149,12 @@ class MetadataChecks:
         """Check once the event ends (the committed record catches up after each event)."""
         self._pending.append((node, image, None))
 
-    def answered(self, node: MetadataNode, response: Any) -> None:
+    def answered(self, node: MetadataNode, answer: Answer) -> None:
         """A controller's answer as it leaves the node, with the image it answered from."""
-        if isinstance(response, CreateTopicsResponse) and node.published is not None:
-            self._pending.append((node, node.published, response))
+        if isinstance(answer.response, CreateTopicsResponse) and node.published is not None:
+            self._pending.append((node, node.published, answer.response))
+        if self.reference is not None:
+            self._answered.append(answer)
 
     def check_pending(self) -> None:
         self._scan()
@@ -131,6 +164,9 @@ class MetadataChecks:
                 self._check_publication(node, image)
             else:
                 self._check_answer(node, image, response)
+        answered, self._answered = self._answered, []
+        for answer in answered:
+            self.answers.check(answer)
 
     def _check_publication(self, node: MetadataNode, image: MetadataImage) -> None:
         self.publications += 1
@@ -157,6 +193,10 @@ class MetadataChecks:
         digest = image_digest(image)
         if self._digests.setdefault(offset, digest) != digest:
             raise InvariantViolation(f"{where} differs from another node's image at that offset")
+        reference = self.reference
+        at = None if reference is None else reference.at(offset)
+        if reference is not None and at is not None and reference.digests(at) != digest:
+            raise InvariantViolation(f"{where} differs from the committed log's image there")
 
     def digest_at(self, offset: int) -> str | None:
         return self._digests.get(offset)

@@ -97,6 +97,7 @@ class MetadataNode(SimNode):
         """The production machine sees the Ready (the raft scenarios' counter does not)."""
         if ready.loaded_snapshot is not None:
             self.applied_end = ready.loaded_snapshot.offset
+            self.sim.stats["snapshot loaded"] += 1
         committed = ready.committed
         if committed is not None:
             assert committed.start == self.applied_end, (
@@ -140,7 +141,8 @@ class MetadataNode(SimNode):
         done = hook.work(self.raft, now)
         self._check_slices(done)
         for snapshot in done.snapshots:  # (the driver writes it beside the core)
-            self.raft.create_snapshot(snapshot.snapshot_id, snapshot.parts)
+            if self.raft.create_snapshot(snapshot.snapshot_id, snapshot.parts):
+                self.sim.stats["snapshot written"] += 1
         if hook.follower.image is not before:
             self.sim.checks.published(self, hook.follower.image)
         ready = None

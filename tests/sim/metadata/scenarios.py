@@ -1,9 +1,12 @@
 """Seeded runs of the metadata quorum on the production machines.
 
 ``random_metadata``: three controllers and three brokers under kills,
-pauses, a cut link and resignations, while an admin client creates topics
-(now and then one of several thousand partitions: a metadata transaction)
-and deletes them; then everything heals and the run must converge.
+pauses, a cut link, resignations and controlled shutdowns, while an admin
+client creates topics (now and then one of several thousand partitions: a
+metadata transaction) and deletes them, and, in between, sends every other
+request kind (``AdminClient.chatter``) while the brokers send AlterPartition
+and AllocateProducerIds; the seed also picks the controller's settings.
+Then everything heals and the run must converge.
 
 ``bulk_100k``: the scale scenario. One CreateTopics of 100,000 partitions;
 the active controller is killed while the transaction is half written (the
@@ -14,7 +17,8 @@ epoch change must follow a kill: load alone never moves the leadership.
 
 Both end with ``converge``: every node restarted and healed, one active
 controller, every broker unfenced, every admin request answered, and every
-node's published image equal at the same offset.
+node's published image equal at the same offset, and every partition with
+an active broker in its ISR led.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from quorum.controller.image import NO_LEADER
 from ..committed import InvariantViolation
 from .world import MetadataSimulation, metadata_world
 
-__all__ = ["bulk_100k", "converge", "random_metadata", "settle_start"]
+__all__ = ["bulk_100k", "converge", "random_knobs", "random_metadata", "settle_start"]
 
 START_BOUND_MS = 20_000
 CONVERGE_BOUND_MS = 120_000
@@ -53,6 +57,19 @@ def _brokers_unfenced(sim: MetadataSimulation) -> bool:
     )
 
 
+def _led(sim: MetadataSimulation) -> str | None:
+    """A partition with an active broker in its ISR but no leader (None: there is none)."""
+    active = sim.active_controller()
+    image = None if active is None else active.published
+    if image is None:
+        return "no active controller"
+    for topic, index, p in image.iter_partitions():
+        in_isr = [r for r in p.isr if (b := image.broker(r)) is not None and b.is_active]
+        if in_isr and p.leader == NO_LEADER:
+            return f"{topic.name}-{index} has active ISR members {in_isr} but no leader: {p}"
+    return None
+
+
 def _converged(sim: MetadataSimulation) -> bool:
     if not _brokers_unfenced(sim) or sim.admin.in_flight:
         return False
@@ -63,6 +80,9 @@ def _converged(sim: MetadataSimulation) -> bool:
 
 def converge(sim: MetadataSimulation) -> None:
     """Heal everything; within the bound every node must hold the same image."""
+    sim.admin.chatting = False
+    for client in sim.brokers.values():
+        client.chatty = False
     sim.network.heal()
     for node_id, node in sorted(sim.nodes.items()):
         if not node.alive:
@@ -73,8 +93,10 @@ def converge(sim: MetadataSimulation) -> None:
     for client in sim.brokers.values():
         if not client.running:
             client.start()
-    if not sim.run_until(lambda: _converged(sim), CONVERGE_BOUND_MS):
-        raise InvariantViolation("the cluster did not converge after healing")
+    if not sim.run_until(lambda: _converged(sim) and _led(sim) is None, CONVERGE_BOUND_MS):
+        raise InvariantViolation(
+            f"the cluster did not converge after healing ({_led(sim) or 'images differ'})"
+        )
     digests = {image_digest(n.published) for n in sim.live_nodes()}  # type: ignore[attr-defined]
     if len(digests) != 1:
         raise InvariantViolation(f"every node at one offset, but {len(digests)} images")
@@ -82,22 +104,38 @@ def converge(sim: MetadataSimulation) -> None:
     assert active is not None and active.published is not None
     image = active.published
     for name in sim.checks.created:
-        deleted = any(answer_name == name and "Delete" in type(answer).__name__
-                      for answer_name, answer in sim.admin.answers)
-        if not deleted and image.topic(name) is None:
+        if name not in sim.admin.deleted and image.topic(name) is None:
             raise InvariantViolation(f"{name} was answered as created but is gone")
+
+
+def random_knobs(rng: random.Random) -> dict[str, object]:
+    """The controller settings a seed picks (``ControllerConfig`` fields)."""
+    return {
+        "num_partitions": rng.choice((1, 2, 3)),
+        "default_replication_factor": rng.choice((1, 2, 3)),
+        "unclean_leader_election_enable": rng.random() < 0.3,
+        "auto_leader_rebalance_enable": rng.random() < 0.7,
+        "leader_imbalance_check_interval_ms": rng.choice((5_000, 30_000)),
+        "unclean_leader_election_check_interval_ms": rng.choice((5_000, 30_000)),
+    }
 
 
 def random_metadata(seed: int) -> MetadataSimulation:
     rng = random.Random(f"metadata/{seed}")
-    sim = MetadataSimulation(f"metadata/{seed}", metadata_world(rng))
+    config_rng = random.Random(f"metadata/{seed}/config")
+    knobs = random_knobs(config_rng)
+    sim = MetadataSimulation(f"metadata/{seed}", metadata_world(rng), knobs=knobs,
+                             snapshot_bytes=config_rng.choice((32 << 10, 128 << 10, 1 << 20)))
     settle_start(sim)
+    for client in sim.brokers.values():
+        client.chatty = True
+    sim.admin.chatter()
     topics: list[str] = []
     for round_ in range(14):
         action = rng.choices(
             ("create", "big", "big-kill", "delete", "kill-leader", "kill-voter",
-             "kill-broker", "pause", "cut", "resign"),
-            (8, 2, 2, 3, 2, 1, 1, 1, 1, 1),
+             "kill-broker", "pause", "cut", "resign", "shutdown-broker"),
+            (8, 2, 2, 3, 2, 1, 2, 1, 1, 1, 2),
         )[0]
         _act(sim, rng, action, topics, round_)
         sim.run_for(rng.randint(200, 3_000))
@@ -144,6 +182,8 @@ def _act(sim: MetadataSimulation, rng: random.Random, action: str, topics: list[
         sim.queue.after(rng.randint(500, 4_000), "heal", sim.network.heal)
     elif action == "resign" and leader is not None:
         sim.resign(leader.node_id)
+    elif action == "shutdown-broker":
+        sim.brokers[rng.choice(sorted(sim.brokers))].shut_down()
 
 
 def _kill_for(sim: MetadataSimulation, node_id: int, down_ms: int) -> None:
@@ -189,7 +229,8 @@ class EpochWatch:
 def bulk_100k(seed: int, partitions: int = 100_000) -> MetadataSimulation:
     rng = random.Random(f"bulk/{seed}")
     sim = MetadataSimulation(
-        f"bulk/{seed}", metadata_world(rng, lossy=False), snapshot_bytes=64 << 20
+        f"bulk/{seed}", metadata_world(rng, lossy=False), snapshot_bytes=64 << 20,
+        reference=False,  # a fold after every batch of a 100,000-partition transaction
     )
     watch = EpochWatch(sim)
     original_step = sim.step

@@ -5,26 +5,77 @@
 
 from __future__ import annotations
 
+import collections
+import uuid
+from typing import Any
 from unittest import mock
 
+import attrs
 import pytest
 
 from quorum.controller import replication_control
 from quorum.controller.controller import QuorumController
-from quorum.controller.log_records import MetadataLogError
+from quorum.controller.delta import fold_records
+from quorum.controller.image import EMPTY_IMAGE, MetadataImage, Provenance
+from quorum.controller.log_records import LogBatch, MetadataLogError
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE
+from quorum.node.controller_machine import ControllerMachine
 from quorum.node.metadata_follower import MetadataLogFollower
+from quorum.wire.messages.metadata_records import (
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
+from quorum.wire.metadata_serde import MetadataRecord
 
 from ..committed import InvariantViolation
+from .image_checks import (
+    ProducerBlocks,
+    TopicWatches,
+    check_epochs_never_decrease,
+    check_image,
+)
 from .scenarios import bulk_100k, random_metadata
+
+TOPIC_ID = uuid.UUID(int=7)
 
 
 @pytest.mark.sim_seeds(12)
 def test_controllers_and_brokers_publish_whole_transactions_through_faults(seed: int) -> None:
     sim = random_metadata(seed)
-    # the checks ran on every publication of every node, and the run did work
+    # the checks ran on every publication of every node and on every answer
     assert sim.checks.publications > 50
+    assert sim.checks.answers.checked > 50
     assert all(n.max_slice_units <= MAX_UNITS_PER_SLICE for n in sim.nodes.values())
+
+
+@pytest.mark.sim_seeds(2)
+def test_the_same_seed_replays_the_same_run(seed: int) -> None:
+    first, second = random_metadata(seed), random_metadata(seed)
+    assert first.trace.digest == second.trace.digest
+    assert first.stats == second.stats
+
+
+def test_the_runs_reach_failovers_fencing_snapshots_and_rejections() -> None:
+    """The scenarios the checks are meant for do happen (over a few seeds)."""
+    total: collections.Counter[str] = collections.Counter()
+    for seed in range(6):
+        sim = random_metadata(seed)
+        total.update(sim.stats)
+        seen = sim.checks.seen
+        total.update({"failover": seen["leader change"] - 1, "fenced": seen["fenced"],
+                      "aborted": seen["aborted"]})
+    for outcome in (
+        "failover", "fenced", "aborted", "snapshot written", "snapshot loaded",
+        "controlled shutdown", "CreateTopics NONE", "CreateTopics TOPIC_ALREADY_EXISTS",
+        "CreateTopics INVALID_REPLICATION_FACTOR", "DeleteTopics NONE", "AlterPartition NONE",
+        "AlterPartition FENCED_LEADER_EPOCH", "AlterPartition INVALID_UPDATE_VERSION",
+        "ElectLeaders NONE", "CreatePartitions NONE", "AllocateProducerIds NONE",
+        "BrokerRegistration DUPLICATE_BROKER_REGISTRATION", "BrokerHeartbeat unanswered",
+        "AlterPartitionReassignments NONE", "ListPartitionReassignments NONE",
+        "IncrementalAlterConfigs NONE", "UnregisterBroker NONE",
+    ):
+        assert total[outcome] > 0, f"no {outcome} in six seeds: {sorted(total.items())}"
 
 
 @pytest.mark.sim_seeds(1)
@@ -78,3 +129,117 @@ def test_slices_over_the_bound_are_caught() -> None:
     with mock.patch.object(replication_control, "RECORDS_PER_SLICE", 5_000):
         found = _failures(range(6))
     assert found and all("units (bound" in f for f in found), found
+
+
+def _rack_moved(batch: LogBatch) -> LogBatch:
+    records = tuple(
+        (offset, attrs.evolve(r, rack="elsewhere") if isinstance(r, RegisterBrokerRecord) else r)
+        for offset, r in batch.records
+    )
+    return attrs.evolve(batch, records=records)
+
+
+@pytest.mark.parametrize("run_seed", [0, 1, 2])
+def test_a_controller_that_replays_corrupted_records_is_caught(run_seed: int) -> None:
+    """Fixed seeds (not --seed): node 2 replays every broker registration with another rack."""
+    real = MetadataLogFollower._replay_batch
+
+    def replay(self: MetadataLogFollower, batch: LogBatch) -> None:
+        owner = getattr(self._on_publish, "__self__", None)
+        if isinstance(owner, ControllerMachine) and owner.controller.config.node_id == 2:
+            batch = _rack_moved(batch)
+        real(self, batch)
+
+    with mock.patch.object(MetadataLogFollower, "_replay_batch", replay), \
+            pytest.raises(InvariantViolation) as caught:
+        random_metadata(run_seed)
+    assert "node 2's image" in str(caught.value) and "differs from" in str(caught.value)
+
+
+def test_answers_sent_before_their_records_commit_are_caught() -> None:
+    def answer_at_once(self: ControllerMachine) -> None:
+        while self._answers:
+            done = self._answers.popleft()
+            done.reply(done.response)
+
+    with mock.patch.object(ControllerMachine, "_answer", answer_at_once):
+        found = _failures(range(3), first_only=True)
+    assert found and ("to back it" in found[0] or "no committed record" in found[0]), found
+
+
+# -- the image and answer checks on hand-made images -----------------------------------------
+
+
+def _image(*records: MetadataRecord) -> MetadataImage:
+    return fold_records(EMPTY_IMAGE, list(records), Provenance(len(records), 1))
+
+
+def _broker(broker_id: int, *, fenced: bool = False) -> RegisterBrokerRecord:
+    return RegisterBrokerRecord(
+        broker_id=broker_id, incarnation_id=uuid.UUID(int=broker_id + 1), broker_epoch=broker_id,
+        fenced=fenced,
+    )
+
+
+def _partition(index: int, **fields: Any) -> PartitionRecord:
+    values: dict[str, Any] = {"replicas": (0, 1), "isr": (0, 1), "leader": 0, **fields}
+    return PartitionRecord(partition_id=index, topic_id=TOPIC_ID, **values)
+
+
+def test_a_sound_image_passes_the_checks() -> None:
+    check_image(_image(_broker(0), _broker(1), TopicRecord(name="t", topic_id=TOPIC_ID),
+                       _partition(0), _partition(1, leader=1)), "sound")
+
+
+@pytest.mark.parametrize(
+    ("records", "complaint"),
+    [
+        ((_broker(0), _broker(1), TopicRecord(name="t", topic_id=TOPIC_ID), _partition(1)),
+         "half-created"),
+        ((_broker(0), _broker(1), TopicRecord(name="t", topic_id=TOPIC_ID),
+          _partition(0, isr=(1,))), "not in the ISR"),
+        ((_broker(0), _broker(1), TopicRecord(name="t", topic_id=TOPIC_ID),
+          _partition(0, replicas=(0,))), "not a subset"),
+        ((_broker(0, fenced=True), _broker(1), TopicRecord(name="t", topic_id=TOPIC_ID),
+          _partition(0)), "fenced"),
+        ((_broker(1), TopicRecord(name="t", topic_id=TOPIC_ID), _partition(0)), "unregistered"),
+    ],
+    ids=["half-created", "leader-outside-isr", "isr-outside-replicas", "fenced-leader",
+         "unregistered-leader"],
+)
+def test_the_image_checks_catch_broken_partitions(
+    records: tuple[MetadataRecord, ...], complaint: str
+) -> None:
+    with pytest.raises(InvariantViolation, match=complaint):
+        check_image(_image(*records), "broken")
+
+
+def test_an_epoch_that_goes_back_is_caught() -> None:
+    base = (_broker(0), _broker(1), TopicRecord(name="t", topic_id=TOPIC_ID))
+    later = _image(*base, _partition(0, leader_epoch=3, partition_epoch=5))
+    earlier = _image(*base, _partition(0, leader_epoch=2, partition_epoch=5))
+    check_epochs_never_decrease(earlier, later, "forwards")
+    with pytest.raises(InvariantViolation, match="leader epoch went from 3 to 2"):
+        check_epochs_never_decrease(later, earlier, "backwards")
+
+
+def test_overlapping_producer_id_blocks_are_caught() -> None:
+    blocks = ProducerBlocks()
+    blocks.add(0, 1000, broker_id=1)
+    blocks.add(1000, 1000, broker_id=2)
+    with pytest.raises(InvariantViolation, match="overlap"):
+        blocks.add(1500, 1000, broker_id=3)
+
+
+def test_an_acknowledged_topic_that_vanishes_without_a_delete_is_caught() -> None:
+    created = _image(_broker(0), _broker(1), TopicRecord(name="t", topic_id=TOPIC_ID),
+                     _partition(0))
+    watches = TopicWatches()
+    watches.add("t", TOPIC_ID, asked_ms=100, image_index=0)
+    watches.delete_requested({"t"}, at_ms=50)  # before the creation: it ran first
+    with pytest.raises(InvariantViolation, match="no one asked to delete it"):
+        watches.check([created, EMPTY_IMAGE])
+    deleted = TopicWatches()
+    deleted.add("t", TOPIC_ID, asked_ms=100, image_index=0)
+    deleted.delete_requested({"t"}, at_ms=100)
+    deleted.check([created, EMPTY_IMAGE])

@@ -5,14 +5,13 @@ voters run ``ControllerMachine`` and whose observers are brokers running
 ``BrokerMetadataMachine`` (``MetadataNode``). Around them:
 
 * one ``BrokerClient`` per broker observer registers and heartbeats with the
-  controller it believes active, as a broker's lifecycle loop does, reporting
-  the offset its observer node has applied; a killed broker stops sending and
-  comes back as a new incarnation;
-* an ``AdminClient`` sends CreateTopics and DeleteTopics, retrying a request
-  that found no active controller or lost it before the answer (as Kafka's
-  admin client does on NOT_CONTROLLER);
+  controller it believes active, reporting the offset its observer node has
+  applied; a killed broker stops sending and comes back as a new
+  incarnation (``clients``);
+* an ``AdminClient`` sends every admin request kind (``clients``);
 * ``MetadataChecks`` checks every published image and every answer after
-  each event, beside the Raft invariants.
+  each event, beside the Raft invariants; ``stats`` counts the answers by
+  request kind and outcome.
 
 Requests travel as ``ControllerCall`` inputs of the receiving node, over the
 simulated network in both directions.
@@ -20,6 +19,7 @@ simulated network in both directions.
 
 from __future__ import annotations
 
+import collections
 import random
 import uuid
 from collections.abc import Callable
@@ -27,25 +27,24 @@ from typing import Any
 
 import attrs
 
+from quorum.controller.image import EMPTY_IMAGE, MetadataImage
 from quorum.controller.results import ControllerConfig
 from quorum.node.inputs import ControllerCall
 from quorum.raft.config import RaftConfig
 from quorum.raft.core import RaftCore
 from quorum.raft.output import Ready
 from quorum.wire.error_codes import Errors
-from quorum.wire.messages.topics import (
-    CreateTopicsRequest,
-    CreateTopicsRequestTopic,
-    DeleteTopicsRequest,
-)
+from quorum.wire.messages.topics import DeleteTopicsRequest
 
-from ..controller.brokers import CLUSTER_ID, HEARTBEAT_INTERVAL_MS, SimBroker
 from ..network import LinkFaults
 from ..simulator import Simulation, World
+from .answers import Answer, error_codes
+from .brokers import CLUSTER_ID, HEARTBEAT_INTERVAL_MS, SimBroker
 from .checks import MetadataChecks, MetadataInvariants
+from .clients import AdminClient, BrokerClient
 from .nodes import MetadataNode
 
-__all__ = ["AdminClient", "BrokerClient", "MetadataSimulation", "metadata_world"]
+__all__ = ["MetadataSimulation", "metadata_world"]
 
 SESSION_TIMEOUT_MS = 9_000
 
@@ -71,21 +70,37 @@ def metadata_world(
 class MetadataSimulation(Simulation):
     nodes: dict[int, MetadataNode]  # type: ignore[assignment]
 
-    def __init__(self, seed: str, world: World, *, snapshot_bytes: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        seed: str,
+        world: World,
+        *,
+        snapshot_bytes: int = 1 << 20,
+        knobs: dict[str, Any] | None = None,
+        reference: bool = True,
+    ) -> None:
         self.snapshot_bytes = snapshot_bytes
+        self.knobs = knobs or {}  # ControllerConfig fields the seed picked
+        self.stats: collections.Counter[str] = collections.Counter()
+        # node -> the calls delivered to it that its core has not taken yet
+        self._unheard: dict[int, dict[int, Callable[[], None]]] = {}
+        self._unheard_count = 0
         super().__init__(seed, world, node_class=MetadataNode)  # type: ignore[arg-type]
-        self.checks = MetadataChecks(self.invariants.record)
+        self.checks = MetadataChecks(
+            self.invariants.record, self.controller_config(0), reference=reference
+        )
         self.invariants = MetadataInvariants(self, self.checks)
         self.checks.rebind(self.invariants.record)
         rng = random.Random(f"{seed}/clients")
         self.brokers = {
-            n: BrokerClient(self, SimBroker(broker_id=n, incarnation=_uuid(rng)))
+            n: BrokerClient(self, SimBroker(broker_id=n, incarnation=_uuid(rng)),
+                            random.Random(f"{seed}/broker/{n}"))
             for n in world.observers
         }
         self.admin = AdminClient(self, random.Random(f"{seed}/admin"))
 
     def controller_config(self, node_id: int) -> ControllerConfig:
-        return ControllerConfig(
+        config = ControllerConfig(
             node_id=node_id,
             cluster_id=CLUSTER_ID,
             broker_session_timeout_ms=SESSION_TIMEOUT_MS,
@@ -94,6 +109,18 @@ class MetadataSimulation(Simulation):
             leader_imbalance_check_interval_ms=30_000,
             unclean_leader_election_check_interval_ms=30_000,
         )
+        return attrs.evolve(config, **self.knobs)
+
+    def latest_image(self) -> MetadataImage:
+        """The newest image a live node published (what an admin client would see)."""
+        images = [n.published for n in self.nodes.values() if n.alive and n.published is not None]
+        return max(images, key=lambda i: i.provenance.offset, default=EMPTY_IMAGE)
+
+    def count(self, request: Any, response: Any) -> None:
+        kind = type(request).__name__.removesuffix("Request")
+        codes = [] if response is None else [c for c in error_codes(response) if c]
+        outcome = "unanswered" if response is None else Errors(codes[0]).name if codes else "NONE"
+        self.stats[f"{kind} {outcome}"] += 1
 
     def step(self) -> bool:
         stepped = super().step()
@@ -121,20 +148,42 @@ class MetadataSimulation(Simulation):
         node = self.nodes[target]
         delay = self.network.one_way_ms()
         life = node.incarnation
+        # when the request arrived: the node's log end offset, its published image's, the time
+        arrived = [0, 0, 0]
+
+        def counted(response: Any) -> None:
+            self.count(request, response)
+            reply(response)
 
         def answer(response: object) -> None:
-            self.checks.answered(node, response)
+            published = node.published
+            if published is not None:
+                self.checks.answered(node, Answer(
+                    node_id=target, request=request, version=version, response=response,
+                    arrived_end=arrived[0], arrived_published=arrived[1], arrived_ms=arrived[2],
+                    published_offset=published.provenance.offset,
+                ))
             self.queue.after(self.network.one_way_ms(), f"{target}->{source} answer",
-                             lambda: reply(response))
+                             lambda: counted(response))
 
         def deliver() -> None:
             if node.incarnation != life or not node.alive:
-                reply(None)
+                counted(None)
                 return
             item = ControllerCall(request, version, answer)
+            # a kill drops the node's inbox: the sender then sees its connection fail
+            self._unheard_count += 1
+            token = self._unheard_count
+            self._unheard.setdefault(target, {})[token] = lambda: counted(None)
 
             def call(core: RaftCore, now_ms: int) -> Ready:
                 assert node.hook is not None and node.controller is not None
+                self._unheard[target].pop(token, None)
+                end = core.next_append_offset
+                published = node.controller.follower.image.provenance.offset
+                arrived[:] = [core.log.log_end_offset if end is None else end, published, now_ms]
+                if isinstance(request, DeleteTopicsRequest):
+                    self.checks.watches.delete_requested(request.topic_names, now_ms)
                 node.controller.call(item, core, now_ms)
                 return core.poll(now_ms)
 
@@ -148,6 +197,11 @@ class MetadataSimulation(Simulation):
         for client in self.brokers.values():
             client.start()
 
+    def kill(self, node_id: int, *, resets: bool | None = None) -> None:
+        super().kill(node_id, resets=resets)
+        for token, fail in self._unheard.pop(node_id, {}).items():
+            self.queue.after(self.network.one_way_ms(), f"{node_id} lost call {token}", fail)
+
     def kill_broker(self, broker_id: int) -> None:
         self.kill(broker_id)
         self.brokers[broker_id].stop()
@@ -157,97 +211,6 @@ class MetadataSimulation(Simulation):
             return  # brought back already (by the healing)
         self.start(broker_id)
         self.brokers[broker_id].restarted(random.Random(f"{self.seed}/{broker_id}/{self.now_ms}"))
-
-
-@attrs.define(eq=False)
-class BrokerClient:
-    """A broker's lifecycle loop: register, then heartbeat every interval."""
-
-    sim: MetadataSimulation
-    broker: SimBroker
-    running: bool = False
-    _token: int = 0
-
-    def start(self) -> None:
-        self.running = True
-        self._token += 1
-        self._tick(self._token)
-
-    def stop(self) -> None:
-        self.running = False
-        self._token += 1
-
-    def restarted(self, rng: random.Random) -> None:
-        self.broker.restart(rng)
-        self.start()
-
-    def _tick(self, token: int) -> None:
-        if token != self._token or not self.running:
-            return
-        node = self.sim.nodes[self.broker.broker_id]
-        if node.alive and node.hook is not None:
-            self.broker.view_offset = node.hook.follower.image.provenance.offset
-            self._send()
-        self.sim.queue.after(
-            HEARTBEAT_INTERVAL_MS // 4, f"broker {self.broker.broker_id} tick",
-            lambda: self._tick(token),
-        )
-
-    def _send(self) -> None:
-        broker, sim, now = self.broker, self.sim, self.sim.now_ms
-        if broker.epoch is None:
-            if not broker.registering:
-                request = broker.registration()
-                sim.call(broker.broker_id, request, 3,
-                         lambda r: broker.on_registration(request, r))
-        elif now - broker.last_heartbeat_ms >= HEARTBEAT_INTERVAL_MS:
-            heartbeat = broker.heartbeat(now)
-            sim.call(broker.broker_id, heartbeat, 1,
-                     lambda r: broker.on_heartbeat(heartbeat, r, sim.now_ms, sim.rng))
-
-
-@attrs.define(eq=False)
-class AdminClient:
-    """Creates and deletes topics; a request without a good answer is sent again."""
-
-    sim: MetadataSimulation
-    rng: random.Random
-    answers: list[tuple[str, Any]] = attrs.field(factory=list)
-    in_flight: int = 0
-
-    def create(self, name: str, partitions: int, *, retries: int = 20) -> None:
-        request = CreateTopicsRequest(topics=(CreateTopicsRequestTopic(
-            name=name, num_partitions=partitions, replication_factor=-1
-        ),), timeout_ms=60_000)
-        self._send(name, request, 5, retries)
-
-    def delete(self, name: str, *, retries: int = 20) -> None:
-        self._send(name, DeleteTopicsRequest(topic_names=(name,), timeout_ms=60_000), 4, retries)
-
-    def _send(self, name: str, request: Any, version: int, retries: int) -> None:
-        self.in_flight += 1
-        self._attempt(name, request, version, retries)
-
-    def _attempt(self, name: str, request: Any, version: int, retries: int) -> None:
-        def reply(response: Any) -> None:
-            if _retriable(response) and retries > 0:
-                self.sim.queue.after(
-                    self.rng.randint(50, 500), f"admin retry {name}",
-                    lambda: self._attempt(name, request, version, retries - 1),
-                )
-                return
-            self.in_flight -= 1  # answered for good
-            self.answers.append((name, response))
-
-        self.sim.call(0, request, version, reply)
-
-
-def _retriable(response: Any) -> bool:
-    if response is None:
-        return True
-    codes = [getattr(t, "error_code", 0) for t in getattr(response, "topics", None) or
-             getattr(response, "responses", ())]
-    return any(c in (Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT) for c in codes)
 
 
 def _uuid(rng: random.Random) -> uuid.UUID:

@@ -1,9 +1,9 @@
-"""The invariants the controller simulation checks, and the error that reports one.
+"""Image invariants of the metadata simulation, and the watches kept across answers.
 
-On every committed image: topics are whole (TopicRecord and partitions
+On every published image: topics are whole (TopicRecord and partitions
 0..n-1); per partition the leader is -1 or in the ISR, the ISR is a
 non-empty subset of the replicas; every leader is a registered, unfenced
-broker not in controlled shutdown. Between consecutive committed images:
+broker not in controlled shutdown. Between a node's consecutive images:
 leader and partition epochs never decrease. Across answers: a topic
 acknowledged as created stays until someone asked to delete it; no two
 producer id blocks overlap.
@@ -12,25 +12,23 @@ producer id blocks overlap.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
 
 import attrs
 
 from quorum.controller.digest import image_digest
 from quorum.controller.image import NO_LEADER, LeaderRecoveryState, MetadataImage
 
+from ..committed import InvariantViolation
+
 __all__ = [
     "DigestCache",
-    "InvariantViolation",
     "ProducerBlocks",
     "TopicWatches",
     "check_epochs_never_decrease",
     "check_image",
     "require",
 ]
-
-
-class InvariantViolation(AssertionError):
-    """A simulation invariant failed (the message says which and where)."""
 
 
 def require(condition: bool, message: str) -> None:
@@ -117,32 +115,33 @@ def check_epochs_never_decrease(
 class _Watch:
     name: str
     topic_id: uuid.UUID
-    created_end: int  # the end offset of the batch that created it
-    next_index: int  # the next committed image (by index) to look at
+    asked_ms: int  # when the request that created it reached the controller
+    next_index: int  # the next reference image (by index) to look at
 
 
 class TopicWatches:
-    """Topics answered as created: present in every later image until a delete was asked.
+    """Topics answered as created: in every later committed image until a delete was asked.
 
-    A delete counts if it was handled at or after the creating batch's end
-    offset (it saw the topic), whether or not it was answered.
+    A DeleteTopics naming the topic counts if it reached a controller no earlier
+    than the request that created it, answered or not (a controller handles
+    requests in the order they arrive, so an earlier one ran before the creation).
     """
 
     def __init__(self) -> None:
         self._watches: list[_Watch] = []
         self._deletes: dict[str, list[int]] = {}
 
-    def add(self, name: str, topic_id: uuid.UUID, created_end: int, image_index: int) -> None:
-        self._watches.append(_Watch(name, topic_id, created_end, image_index))
+    def add(self, name: str, topic_id: uuid.UUID, asked_ms: int, image_index: int) -> None:
+        self._watches.append(_Watch(name, topic_id, asked_ms, image_index))
 
-    def delete_requested(self, names: set[str], at_offset: int) -> None:
+    def delete_requested(self, names: Iterable[str], at_ms: int) -> None:
         for name in names:
-            self._deletes.setdefault(name, []).append(at_offset)
+            self._deletes.setdefault(name, []).append(at_ms)
 
     def _deletable(self, watch: _Watch) -> bool:
-        return any(at >= watch.created_end for at in self._deletes.get(watch.name, ()))
+        return any(at >= watch.asked_ms for at in self._deletes.get(watch.name, ()))
 
-    def check(self, images: list[MetadataImage]) -> None:
+    def check(self, images: Sequence[MetadataImage]) -> None:
         """Walk every committed image not yet seen by each watch."""
         still = []
         for watch in self._watches:
