@@ -10,6 +10,7 @@ compare with the nodes' log lines. The later phases are in
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from bench.scale_probes import (
     NodeSample,
     PhaseStall,
     StallWatch,
+    cpu_seconds,
     describe_images,
     rss_bytes,
     scrape,
@@ -233,6 +235,7 @@ def create(run: ScaleRun, partitions: int) -> None:
         except BaseException as exc:
             outcome.append(exc)
 
+    cpu_before = _cpu_of(run)
     sent = time.time()
     threading.Thread(target=send, daemon=True).start()
     agree_at = None
@@ -245,6 +248,7 @@ def create(run: ScaleRun, partitions: int) -> None:
             raise outcome[0]
         if outcome and not run.target:
             run.answered_at = float(outcome[0])  # type: ignore[arg-type]
+            _record_cpu(run, cpu_before, _cpu_of(run), time.time() - sent)
             run.target = leader_high_watermark(cluster) or 0
         if run.target:
             agree_at = _describe(run, seen)
@@ -252,6 +256,26 @@ def create(run: ScaleRun, partitions: int) -> None:
             raise TimeoutError(f"no agreement on the created image within {run.wait_s} s")
         time.sleep(_POLL_S)
     _record_creation(run, seen, watch, sent, agree_at, before)
+
+
+_BENCH: Final = -1  # this process: the simulated brokers, the scrapes
+
+
+def _cpu_of(run: ScaleRun) -> dict[int, float]:
+    used = {n: cpu_seconds(run.cluster.pid(n)) for n in run.nodes if run.cluster.is_running(n)}
+    used[_BENCH] = cpu_seconds(os.getpid())
+    return used
+
+
+def _record_cpu(run: ScaleRun, before: dict[int, float], after: dict[int, float],
+                seconds: float) -> None:
+    """Each node's CPU while the creation was committed, as a share of one core (all its
+    threads), and the machine's cores in use by the nodes together: what bounds the pace."""
+    shares = {n: (after[n] - before[n]) / seconds for n in before.keys() & after.keys()}
+    run.figures["create.cpu_bench"] = shares.pop(_BENCH)
+    run.figures["create.cpu_nodes"] = sum(shares.values())
+    for node, share in shares.items():
+        run.node_figure("create.cpu", node, share)
 
 
 def _record_creation(run: ScaleRun, seen: _Creation, watch: StallWatch, sent: float,

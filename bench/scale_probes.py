@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -43,6 +44,7 @@ __all__ = [
     "PhaseStall",
     "SliceFigures",
     "StallWatch",
+    "cpu_seconds",
     "describe_images",
     "log_times",
     "rss_bytes",
@@ -161,6 +163,14 @@ def describe_images(cluster: LocalCluster, nodes: Sequence[int], timeout: float
     with ThreadPoolExecutor(max_workers=len(nodes)) as pool:
         found = pool.map(lambda n: _describe(cluster, n, timeout), nodes)
         return dict(zip(nodes, found, strict=True))
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far, every thread's, in seconds."""
+    # /proc/PID/stat: the command name (field 2) may hold spaces; utime and stime are
+    # fields 14 and 15, counted after its closing parenthesis
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_bytes(pid: int) -> tuple[int, int]:

@@ -23,6 +23,7 @@ _S: Final[Format] = lambda v: f"{v:.2f} s"  # noqa: E731
 _MS: Final[Format] = lambda v: f"{v:.0f} ms"  # noqa: E731
 _RATE: Final[Format] = lambda v: f"{v:,.0f}/s"  # noqa: E731
 _BYTES: Final[Format] = lambda v: f"{v:,.0f} B"  # noqa: E731
+_SHARE: Final[Format] = lambda v: f"{v:.2f}"  # noqa: E731
 _MIB: Final[Format] = lambda v: f"{v / 2**20:,.0f} MiB"  # noqa: E731
 _MS1: Final[Format] = lambda v: f"{v:.1f} ms"  # noqa: E731
 _COUNT: Final[Format] = lambda v: f"{v:,.0f}"  # noqa: E731
@@ -58,6 +59,10 @@ def _scalar_rows(args: argparse.Namespace) -> list[tuple[str, str, Format]]:
          "create.agree", _S),
         ("records committed per second by the active controller (creation / answer time)",
          "create.commit_rate", _RATE),
+        ("  ... cores in use meanwhile: the node processes together (of the machine's "
+         f"{os.cpu_count()}) / this process (simulated brokers, scrapes)", "create.cpu_nodes",
+         _SHARE),
+        ("", "create.cpu_bench", _SHARE),
         ("snapshot of the image, read in this process (SnapshotReader slices)",
          "inproc.load", _S),
         ("  ... median / longest slice of 1,000 records",
@@ -113,6 +118,7 @@ def _print_nodes(runs: Sequence[ScaleRun]) -> None:
     nodes = sorted({n for r in runs for values in r.per_node.values() for n in values})
     columns: list[tuple[str, str, Format]] = [
         ("records applied/s during the creation", "apply.create", _RATE),
+        ("CPU while the creation was committed (share of one core)", "create.cpu", _SHARE),
         ("request -> /metrics shows the created image", "create.published", _S),
         ("snapshot", "snapshot.bytes", _BYTES),
         ("answer -> snapshot written", "snapshot.written", _S),
