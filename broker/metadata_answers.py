@@ -23,6 +23,7 @@ too and keeps it per image.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Final, Generic, Protocol, TypeVar
@@ -36,6 +37,7 @@ from quorum.controller.image import (
     PartitionRegistration,
     TopicImage,
 )
+from quorum.controller.partition_map import items_in_order
 from quorum.controller.slicing import build_at_once
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
@@ -216,8 +218,8 @@ class MetadataAnswerBuilder(Generic[R]):
         self._sink = sink
         self._reach = _Reach(image, view.listener_name)
         self._wanted = _wanted_topics(image, request, version)
-        # a large topic being built: (topic, sorted indexes, how many are built)
-        self._large: tuple[TopicImage, list[int], int] | None = None
+        # a large topic being built: (topic, its partitions in index order, not yet taken)
+        self._large: tuple[TopicImage, Iterator[tuple[int, PartitionRegistration]]] | None = None
         self._done = False
         self.units = 0  # done so far (tests)
         self.partitions_built = 0
@@ -237,12 +239,12 @@ class MetadataAnswerBuilder(Generic[R]):
             if isinstance(wanted, MetadataResponseTopic):
                 self._sink.topic(wanted)  # an unknown topic
                 continue
-            indexes = sorted(wanted.partitions)
-            if len(indexes) <= max_units - units:
-                self._sink.topic(self._topic(wanted, self._partitions(wanted, indexes)))
-                units += len(indexes)
+            items = items_in_order(wanted.partitions)
+            if len(wanted.partitions) <= max_units - units:
+                self._sink.topic(self._topic(wanted, self._partitions(list(items))))
+                units += len(wanted.partitions)
             else:
-                self._large = (wanted, indexes, 0)
+                self._large = (wanted, items)
                 units += self._continue_large(max_units - units)
         self.units += units
         return self._done
@@ -261,22 +263,23 @@ class MetadataAnswerBuilder(Generic[R]):
 
     def _continue_large(self, budget: int) -> int:
         assert self._large is not None
-        topic, indexes, start = self._large
-        chunk = indexes[start : start + budget]
+        if budget <= 0:
+            return 0
+        topic, items = self._large
+        chunk = list(itertools.islice(items, budget))
         if chunk:
-            self._sink.partitions(self._partitions(topic, chunk))
-        end = start + len(chunk)
-        if end == len(indexes):
+            self._sink.partitions(self._partitions(chunk))
+        if len(chunk) < budget:  # the last of them
             self._sink.large_topic(self._topic(topic, ()))
             self._large = None
-        else:
-            self._large = (topic, indexes, end)
         return len(chunk)
 
-    def _partitions(self, topic: TopicImage, indexes: list[int]) -> list[MetadataResponsePartition]:
-        partitions, answer = topic.partitions, self._reach.partition
-        self.partitions_built += len(indexes)
-        return [answer(index, partitions[index]) for index in indexes]
+    def _partitions(
+        self, items: list[tuple[int, PartitionRegistration]]
+    ) -> list[MetadataResponsePartition]:
+        answer = self._reach.partition
+        self.partitions_built += len(items)
+        return [answer(index, partition) for index, partition in items]
 
     @staticmethod
     def _topic(

@@ -17,7 +17,7 @@ the ISR only where ``unclean.leader.election.enable`` allows it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from quorum.controller.delta import merge_partition_change
@@ -30,6 +30,7 @@ from quorum.controller.partition_change import (
     build_partition_change,
     examine_all,
 )
+from quorum.controller.partition_map import items_in_order
 from quorum.controller.results import ControllerContext
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.controller.topic_configs import unclean_election_enabled
@@ -88,12 +89,13 @@ def _elect_one(
 
 def _targets(
     image: MetadataImage, request: ElectLeadersRequest
-) -> Iterator[tuple[str, tuple[int, ...], bool]]:
+) -> Iterator[tuple[str, Iterable[int], bool]]:
     """(topic, partitions, report ELECTION_NOT_NEEDED) in answer order."""
     if request.topic_partitions is None:
         for name in sorted(image.topic_ids_by_name):
             topic = image.topics_by_id[image.topic_ids_by_name[name]]
-            yield name, tuple(sorted(topic.partitions)), False
+            # lazily, in index order: the scan takes them a slice at a time
+            yield name, (index for index, _ in items_in_order(topic.partitions)), False
     else:
         for entry in request.topic_partitions:
             yield entry.topic, entry.partitions, True

@@ -15,9 +15,10 @@ fields in camelCase at the version it was written with.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
 from quorum.controller.image import (
@@ -27,6 +28,7 @@ from quorum.controller.image import (
     PartitionRegistration,
     TopicImage,
 )
+from quorum.controller.partition_map import items_in_order
 from quorum.controller.slicing import build_at_once
 from quorum.wire.metadata_serde import decode_metadata_record
 from quorum.wire.primitives import decode_unsigned_varint
@@ -139,11 +141,6 @@ def _partition_json(index: int, p: PartitionRegistration) -> dict[str, Any]:
 
 def _topic_head_json(topic: TopicImage) -> dict[str, Any]:
     return {"name": topic.name, "topicId": uuid_to_str(topic.topic_id)}
-
-
-def _partition_renderer(topic: TopicImage) -> Callable[[int], dict[str, Any]]:
-    partitions = topic.partitions
-    return lambda index: _partition_json(index, partitions[index])
 
 
 def _topic_json(topic: TopicImage) -> dict[str, Any]:
@@ -263,7 +260,9 @@ class ImageJsonBuilder:
             out.append(_ITEM + head if n else head)
             self._spend(1)
             yield
-            yield from self._elements(sorted(topic.partitions), _partition_renderer(topic))
+            yield from self._elements(
+                items_in_order(topic.partitions), lambda item: _partition_json(*item)
+            )
             out.append("]}")
         configs = image.configs
         out.append("]" + _ITEM + _key("configs") + "[")
@@ -272,13 +271,13 @@ class ImageJsonBuilder:
         )
         out.append("]" + _ITEM + _members({"nextProducerId": image.next_producer_id}) + "}")
 
-    def _elements(self, items: Sequence[T], render: Callable[[T], Any]) -> Iterator[None]:
-        """An array's elements, as many per piece as the budget allows."""
-        start = 0
-        while start < len(items):
-            end = start + min(self._budget, len(items) - start)
-            text = json.dumps([render(item) for item in items[start:end]])[1:-1]
-            self._pieces.append(_ITEM + text if start else text)
-            self._spend(end - start)
-            start = end
+    def _elements(self, items: Iterable[T], render: Callable[[T], Any]) -> Iterator[None]:
+        """An array's elements, as many per piece as the budget allows (taken lazily)."""
+        remaining = iter(items)
+        first = True
+        while chunk := list(itertools.islice(remaining, max(1, self._budget))):
+            text = json.dumps([render(item) for item in chunk])[1:-1]
+            self._pieces.append(text if first else _ITEM + text)
+            first = False
+            self._spend(len(chunk))
             yield

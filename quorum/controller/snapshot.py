@@ -24,6 +24,7 @@ from typing import Final
 
 from quorum.controller.delta import MetadataDelta, MetadataReplayError
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage, Provenance
+from quorum.controller.partition_map import items_in_order
 from quorum.log.protocol import OffsetAndEpoch
 from quorum.wire.codec import decode, encode
 from quorum.wire.control import ControlRecordType, build_control_batch, parse_control_record
@@ -140,8 +141,7 @@ def _topic_records(image: MetadataImage) -> Iterator[MetadataRecord]:
     for name in sorted(image.topic_ids_by_name):
         topic = image.topics_by_id[image.topic_ids_by_name[name]]
         yield TopicRecord(name=topic.name, topic_id=topic.topic_id)
-        for index in sorted(topic.partitions):
-            p = topic.partitions[index]
+        for index, p in items_in_order(topic.partitions):
             yield PartitionRecord(
                 partition_id=index,
                 topic_id=topic.topic_id,

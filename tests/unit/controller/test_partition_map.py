@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from quorum.controller.image import PartitionRegistration
-from quorum.controller.partition_map import CHUNK_SIZE, EMPTY_PARTITIONS, PartitionMap
+from quorum.controller.partition_map import (
+    CHUNK_SIZE,
+    EMPTY_PARTITIONS,
+    PartitionMap,
+    items_in_order,
+    keyed_chunks,
+)
 
 REGISTRATIONS = [
     PartitionRegistration(replicas=(r,), isr=(r,), leader=r, leader_epoch=e)
@@ -39,6 +47,13 @@ def test_a_partition_map_is_the_dict_it_was_built_as(steps: list[dict[int, Parti
         assert {i: (o, n) for i, o, n in current.changed_against(before)} == naive
         assert {i: (o, n) for i, o, n in current.changed_against(before_oracle)} == naive
         assert before == PartitionMap.of(before_oracle)  # an earlier version is untouched
+        # index order whatever order the chunks were made in, for maps and dicts alike
+        assert list(items_in_order(current)) == sorted(oracle.items())
+        assert list(items_in_order(oracle)) == sorted(oracle.items())
+        assert [(k, [p for p in c if p is not None]) for k, c in keyed_chunks(current)] == [
+            (k, [p for _, p in group]) for k, group in itertools.groupby(
+                sorted(oracle.items()), key=lambda item: item[0] // CHUNK_SIZE)
+        ]
 
 
 def test_partitions_added_in_order_iterate_in_order_and_share_untouched_chunks() -> None:
