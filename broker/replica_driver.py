@@ -86,7 +86,9 @@ class ReplicaDriver:
         # called with the core's {PartitionKey: high watermark}, in a worker thread
         checkpoint: Callable[[Mapping[Any, int]], None] | None = None,
         maintenance: LogMaintenance | None = None,
-        apply_slice: int = 1_000,
+        # a new replica costs 35-50 us on a loaded 2-core machine (its log view, follower
+        # state, session entry): 500 a slice keeps a slice near 20 ms, as 1,000 records do
+        apply_slice: int = 500,
         checkpoint_interval_ms: int = 5_000,
         request_timeout_ms: int = 30_000,
     ) -> None:
