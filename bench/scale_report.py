@@ -202,7 +202,9 @@ def _print_goals(runs: Sequence[ScaleRun]) -> None:
         ("apply >= 100,000 records/s: a node replaying its log, nothing else to wait for",
          min(replayed) if replayed else None, lambda v: v >= GOALS["apply"], _RATE),
         ("apply >= 100,000 records/s: followers and brokers while the creation streams in "
-         "(at most the commit pace)",
+         "(at most the commit pace; the nodes then kept "
+         f"{max(_figure(runs, 'create.cpu_nodes'), default=0):.2f} of {os.cpu_count()} cores "
+         "busy)",
          min(streamed) if streamed else None, lambda v: v >= GOALS["apply"], _RATE),
         ("snapshot load < 10 s (node restart, to the log line)",
          max(_figure(runs, "restart.loaded"), default=None), lambda v: v < GOALS["load"], _S),
