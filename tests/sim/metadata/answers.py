@@ -9,8 +9,8 @@ then) and the image the node had published when the answer left (or one inside a
 batch there, ``ReferenceImages.inside``): a created topic
 with its partitions and replication factor, an ISR change with the epochs
 the answer gives, a broker epoch, a producer id block, a reassignment, a
-config. A NOT_CONTROLLER answer promises nothing; other refusals are counted
-(``world``), not checked here.
+config. A NOT_CONTROLLER answer promises nothing; any other refusal (every
+item refused) must have written no record (``RecordingController``).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from quorum.wire.messages.partition_reassignments import (
 )
 from quorum.wire.messages.topics import CreateTopicsRequest, DeleteTopicsRequest
 from quorum.wire.messages.unregister_broker import UnregisterBrokerRequest
+from quorum.wire.metadata_serde import MetadataRecord
 
 from ..committed import InvariantViolation
 from .image_checks import ProducerBlocks, TopicWatches
@@ -62,6 +63,14 @@ def error_codes(response: Any) -> list[int]:
     return codes
 
 
+def _refused(codes: list[int]) -> bool:
+    """Whether a response (``error_codes``) refused everything it was asked: its own code,
+    or every item's and partition's."""
+    return codes[0] != Errors.NONE or (
+        len(codes) > 1 and all(code != Errors.NONE for code in codes[1:])
+    )
+
+
 @attrs.frozen(kw_only=True)
 class Answer:
     node_id: int
@@ -72,6 +81,8 @@ class Answer:
     arrived_published: int  # the offset of the node's published image then
     arrived_ms: int
     published_offset: int  # of the node's published image when the answer left
+    # the records the request's operation wrote (markers left out; None: not recorded)
+    written: tuple[MetadataRecord, ...] | None = None
 
 
 class AnswerChecker:
@@ -89,8 +100,17 @@ class AnswerChecker:
         self.checked = 0
 
     def check(self, answer: Answer) -> None:
+        codes = error_codes(answer.response)
+        if Errors.NOT_CONTROLLER in codes:
+            return  # the operation may have been cut off half-way: the next leader aborts it
+        if answer.written and _refused(codes):
+            raise InvariantViolation(
+                f"node {answer.node_id} refused {type(answer.request).__name__} "
+                f"({sorted(set(codes) - {Errors.NONE})}) yet wrote {len(answer.written)} "
+                f"record(s), the first {answer.written[0]}"
+            )
         check = _CHECKS.get(type(answer.request))
-        if check is None or Errors.NOT_CONTROLLER in error_codes(answer.response):
+        if check is None:
             return
         complaint = "no committed image between those offsets"
         start = answer.arrived_end

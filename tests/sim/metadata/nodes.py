@@ -19,17 +19,25 @@ the world's checks (``MetadataChecks``).
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 from broker.metadata_machine import BrokerMetadataMachine
 from quorum.controller.controller import QuorumController
 from quorum.controller.image import MetadataImage
+from quorum.controller.operations import Operation
+from quorum.controller.results import ControllerConfig
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.node.controller_machine import ControllerMachine
 from quorum.node.driver import propose_machine_records
 from quorum.node.state_machine import Work
 from quorum.raft.config import RaftConfig
 from quorum.raft.output import Ready
+from quorum.wire.messages.metadata_records import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
+    EndTransactionRecord,
+)
+from quorum.wire.metadata_serde import MetadataRecord
 
 from ..committed import InvariantViolation
 from ..driver import SimNode
@@ -37,10 +45,42 @@ from ..driver import SimNode
 if TYPE_CHECKING:
     from .world import MetadataSimulation
 
-__all__ = ["UNIT_COST_US", "MetadataNode"]
+__all__ = ["UNIT_COST_US", "MetadataNode", "RecordingController"]
 
 # what one unit of work (a record decoded or generated, a partition examined) costs
 UNIT_COST_US = 10
+
+
+_MARKERS: Final = (BeginTransactionRecord, EndTransactionRecord, AbortTransactionRecord)
+
+
+class RecordingController(QuorumController):
+    """The production controller, noting the records each request's operation wrote, so the
+    simulation can check that a refused request wrote none (the machine does not say)."""
+
+    def __init__(self, config: ControllerConfig, *, rng: random.Random) -> None:
+        super().__init__(config, rng=rng)
+        # id(request) -> (request, records written, transaction markers left out)
+        self.written: dict[int, tuple[Any, list[MetadataRecord]]] = {}
+
+    def start(self, request: Any, version: int, **kwargs: Any) -> Operation[Any]:
+        operation = super().start(request, version, **kwargs)
+        written: list[MetadataRecord] = []
+        self.written[id(request)] = (request, written)
+        step = operation.step
+
+        def recorded() -> list[MetadataRecord]:
+            out = step()
+            written.extend(r for r in out if not isinstance(r, _MARKERS))
+            return out
+
+        operation.step = recorded  # type: ignore[method-assign]
+        return operation
+
+    def records_of(self, request: Any) -> list[MetadataRecord] | None:
+        """What ``request``'s operation wrote (None: it ran no operation here)."""
+        entry = self.written.pop(id(request), None)
+        return None if entry is None or entry[0] is not request else entry[1]
 
 
 class MetadataNode(SimNode):
@@ -59,7 +99,7 @@ class MetadataNode(SimNode):
 
     def start(self, config: RaftConfig, rng: random.Random) -> None:
         if self.is_voter:
-            controller = QuorumController(
+            controller = RecordingController(
                 self.sim.controller_config(self.node_id), rng=random.Random(rng.getrandbits(64))
             )
             self.hook = ControllerMachine(controller, snapshot_max_bytes=self.sim.snapshot_bytes)

@@ -13,15 +13,19 @@ from unittest import mock
 import attrs
 import pytest
 
+from quorum.controller import controller as controller_module
 from quorum.controller import replication_control
 from quorum.controller.controller import QuorumController
 from quorum.controller.delta import fold_records
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage, Provenance
 from quorum.controller.log_records import LogBatch, MetadataLogError
+from quorum.controller.operations import Slice
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.node.controller_machine import ControllerMachine
 from quorum.node.metadata_follower import MetadataLogFollower
+from quorum.wire.error_codes import Errors
 from quorum.wire.messages.metadata_records import (
+    FeatureLevelRecord,
     PartitionRecord,
     RegisterBrokerRecord,
     TopicRecord,
@@ -243,3 +247,17 @@ def test_an_acknowledged_topic_that_vanishes_without_a_delete_is_caught() -> Non
     deleted.add("t", TOPIC_ID, asked_ms=100, image_index=0)
     deleted.delete_requested({"t"}, at_ms=100)
     deleted.check([created, EMPTY_IMAGE])
+
+
+def test_a_refusal_that_writes_records_is_caught() -> None:
+    original = controller_module.delete_topics_steps
+
+    def writes_anyway(image: MetadataImage, request: Any, version: int, ctx: Any) -> Any:
+        response = yield from original(image, request, version, ctx)
+        if all(t.error_code != Errors.NONE for t in response.responses):
+            yield Slice((FeatureLevelRecord(name="refused.but.written", feature_level=1),))
+        return response
+
+    with mock.patch.object(controller_module, "delete_topics_steps", writes_anyway):
+        found = _failures(range(4), first_only=True)
+    assert found and "refused DeleteTopics" in found[0] and "yet wrote 1 record" in found[0], found

@@ -42,7 +42,7 @@ from .answers import Answer, error_codes
 from .brokers import CLUSTER_ID, HEARTBEAT_INTERVAL_MS, SimBroker
 from .checks import MetadataChecks, MetadataInvariants
 from .clients import AdminClient, BrokerClient
-from .nodes import MetadataNode
+from .nodes import MetadataNode, RecordingController
 
 __all__ = ["MetadataSimulation", "metadata_world"]
 
@@ -157,11 +157,16 @@ class MetadataSimulation(Simulation):
 
         def answer(response: object) -> None:
             published = node.published
+            machine = node.controller
+            recorder = None if machine is None else machine.controller
+            written = (recorder.records_of(request)
+                       if isinstance(recorder, RecordingController) else None)
             if published is not None:
                 self.checks.answered(node, Answer(
                     node_id=target, request=request, version=version, response=response,
                     arrived_end=arrived[0], arrived_published=arrived[1], arrived_ms=arrived[2],
                     published_offset=published.provenance.offset,
+                    written=None if written is None else tuple(written),
                 ))
             self.queue.after(self.network.one_way_ms(), f"{target}->{source} answer",
                              lambda: counted(response))
