@@ -18,6 +18,7 @@ import trio
 
 from quorum.controller.config_control import describe_configs_steps
 from quorum.controller.image import ConfigResourceType, MetadataImage
+from quorum.controller.operations import Operation
 from quorum.controller.results import ControllerConfig, ControllerContext
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
@@ -48,14 +49,12 @@ async def describe_configs_here(
             include_documentation=request.include_documentation,
         ), version, context,
     )
-    while True:
-        try:
-            next(steps)  # a slice: a read writes no records
-        except StopIteration as done:
-            response: DescribeConfigsResponse = done.value
-            break
+    operation = Operation("DescribeConfigs", steps)
+    while not operation.done:
+        operation.step()  # a slice: a read writes no records
         await trio.lowlevel.checkpoint()
-    answered = iter(response.results)
+    assert operation.response is not None
+    answered = iter(operation.response.results)
     results = [
         _refused(resource, config.node_id) if i in elsewhere else next(answered)
         for i, resource in enumerate(request.resources)

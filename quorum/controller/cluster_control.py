@@ -63,6 +63,7 @@ from quorum.controller.image import BrokerRegistration, MetadataImage
 from quorum.controller.operations import (
     RECORDS_PER_SLICE,
     Slice,
+    SliceBudget,
     Steps,
     at_once,
     emit_in_slices,
@@ -73,7 +74,6 @@ from quorum.controller.partition_change import (
     broker_unfence_examiner,
 )
 from quorum.controller.results import ControllerContext
-from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.broker_lifecycle import (
     BrokerHeartbeatRequest,
@@ -178,14 +178,13 @@ def _scan_removals(
 
 def _leads_any(image: MetadataImage, broker_id: int) -> Generator[Slice, None, bool]:
     """Whether ``broker_id`` leads a partition (a scan that stops at the first)."""
-    examined = 0
+    budget = SliceBudget()
     for _topic, _index, partition in image.iter_partitions():
+        yield from budget.take()
         if partition.leader == broker_id:
             return True
-        examined += 1
-        if examined >= MAX_UNITS_PER_SLICE:
-            yield Slice(more=True, units=examined)
-            examined = 0
+    if budget.units:
+        yield budget.pause()
     return False
 
 

@@ -22,7 +22,7 @@ from typing import Final
 
 from quorum.controller.delta import merge_partition_change
 from quorum.controller.image import MetadataImage, PartitionRegistration, TopicPartition
-from quorum.controller.operations import Slice, Steps, at_once, emit_in_slices
+from quorum.controller.operations import SliceBudget, Steps, at_once
 from quorum.controller.partition_change import (
     Election,
     PartitionEntry,
@@ -32,7 +32,6 @@ from quorum.controller.partition_change import (
 )
 from quorum.controller.partition_map import items_in_order
 from quorum.controller.results import ControllerContext
-from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.controller.topic_configs import unclean_election_enabled
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.elect_leaders import (
@@ -111,11 +110,12 @@ def elect_leaders_steps(
     records: list[PartitionChangeRecord] = []
     changed: dict[tuple[uuid.UUID, int], PartitionRegistration] = {}
     results = []
-    examined = 0
+    budget = SliceBudget()
     for name, indexes, report_not_needed in _targets(image, request):
         topic = image.topic(name)
         answers = []
         for index in indexes:
+            yield from budget.take()
             current = None if topic is None else changed.get(
                 (topic.topic_id, index), topic.partition(index)
             )
@@ -127,9 +127,6 @@ def elect_leaders_steps(
                 if record is not None:
                     records.append(record)
                     changed[(topic.topic_id, index)] = merge_partition_change(current, record)
-            examined += 1
-            if examined % MAX_UNITS_PER_SLICE == 0:
-                yield Slice(more=True, units=MAX_UNITS_PER_SLICE)
             if error == Errors.ELECTION_NOT_NEEDED and not report_not_needed:
                 continue
             answers.append(ElectLeadersResponsePartitionResult(
@@ -138,7 +135,7 @@ def elect_leaders_steps(
         results.append(ElectLeadersResponseReplicaElectionResult(
             topic=name, partition_result=tuple(answers)
         ))
-    yield from emit_in_slices(records)
+    yield from budget.emit(records)
     return ElectLeadersResponse(replica_election_results=tuple(results))
 
 

@@ -194,11 +194,15 @@ class MetadataImage:
         return sorted(b.broker_id for b in self.brokers.values() if b.is_active)
 
     def iter_partitions(self) -> Iterator[tuple[TopicImage, int, PartitionRegistration]]:
-        """Every partition, topics by name, partitions by index (a stable order)."""
+        """Every partition, topics by name, partitions by index (a stable order), taken
+        lazily: scans over every partition (fencing, controlled shutdown) run in slices."""
+        # partition_map imports this module for PartitionRegistration
+        from quorum.controller.partition_map import items_in_order
+
         for name in sorted(self.topic_ids_by_name):
             topic = self.topics_by_id[self.topic_ids_by_name[name]]
-            for index in sorted(topic.partitions):
-                yield topic, index, topic.partitions[index]
+            for index, partition in items_in_order(topic.partitions):
+                yield topic, index, partition
 
     def partitions_led_by(self, broker_id: int) -> list[tuple[TopicImage, int]]:
         return [(t, i) for t, i, p in self.iter_partitions() if p.leader == broker_id]

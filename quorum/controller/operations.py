@@ -116,17 +116,14 @@ def scan_in_slices(
     scans the same way and answers with what it found.
     """
     found: list[U] = []
-    examined = 0
+    budget = SliceBudget(limit)
     for item in items:
+        yield from budget.take()
         value = examine(item)
         if value is not None:
             found.append(value)
-        examined += 1
-        if examined >= limit:
-            yield Slice(more=True, units=examined)
-            examined = 0
-    if examined:
-        yield Slice(more=True, units=examined)
+    if budget.units:
+        yield budget.pause()
     return found
 
 

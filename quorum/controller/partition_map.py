@@ -192,11 +192,7 @@ def items_in_order(
     """(index, partition) by index, lazily: a ``PartitionMap`` sorts only its chunk keys (a
     thousand at 1,000,000 partitions), so a reader that takes a slice at a time pays for what
     it takes, where ``sorted(partitions)`` walked and sorted every index in one step."""
-    if not isinstance(partitions, PartitionMap):
-        for index in sorted(partitions):
-            yield index, partitions[index]
-        return
-    for key, chunk in partitions.keyed_chunks():
+    for key, chunk in keyed_chunks(partitions):
         base = key << _SHIFT
         for position, partition in enumerate(chunk):
             if partition is not None:

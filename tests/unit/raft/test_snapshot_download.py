@@ -29,6 +29,12 @@ SNAPSHOT = OffsetAndEpoch(100, 1)
 DATA = bytes(range(256)) * 3  # 768 bytes
 
 
+def metadata_log(tmp_path: Path) -> tuple[Path, FileLog]:
+    directory = tmp_path / "__cluster_metadata-0"
+    directory.mkdir()
+    return directory, FileLog(directory)
+
+
 def downloading(log: ReplicatedLog | None = None) -> tuple[object, int]:
     """Node 2 following node 1 (epoch 1), told to fetch SNAPSHOT: (core, FetchSnapshot id)."""
     core, request_id, _ = following_core(log=log)
@@ -230,9 +236,7 @@ def test_an_observer_downloads_a_snapshot_too() -> None:
 
 
 def test_a_download_onto_a_file_log_survives_a_restart(tmp_path: Path) -> None:
-    directory = tmp_path / "__cluster_metadata-0"
-    directory.mkdir()
-    log = FileLog(directory)
+    directory, log = metadata_log(tmp_path)
     for index in range(3):
         log.append(build_batch_from_values([b"old%d" % index]), epoch=1)
     log.flush()
@@ -253,9 +257,7 @@ def test_a_download_onto_a_file_log_survives_a_restart(tmp_path: Path) -> None:
 def test_a_download_writes_each_chunk_as_it_arrives_and_stores_it_by_a_rename(
     tmp_path: Path,
 ) -> None:
-    directory = tmp_path / "__cluster_metadata-0"
-    directory.mkdir()
-    log = FileLog(directory)
+    directory, log = metadata_log(tmp_path)
     core, request_id = downloading(log)
     partial = directory / "00000000000000000100-0000000001.checkpoint.part"
     for position in (0, 300):
@@ -280,9 +282,7 @@ def test_a_download_writes_each_chunk_as_it_arrives_and_stores_it_by_a_rename(
 def test_an_interrupted_download_leaves_no_snapshot_and_a_restart_removes_its_part(
     tmp_path: Path,
 ) -> None:
-    directory = tmp_path / "__cluster_metadata-0"
-    directory.mkdir()
-    log = FileLog(directory)
+    directory, log = metadata_log(tmp_path)
     core, request_id = downloading(log)
     answer_fetch_snapshot(
         core, request_id, 2, snapshot_id=SNAPSHOT, size=len(DATA), position=0, data=DATA[:300]
