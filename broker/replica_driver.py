@@ -33,6 +33,7 @@ from __future__ import annotations
 import gc
 import logging
 import math
+import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -50,6 +51,7 @@ from broker.replica import OutboundAlterPartition, ReplicaCore, ReplicaOutput
 from broker.replica_links import FetchLinks, PeerAddress
 from broker.replica_manager import PartitionAssignment, PartitionKey
 from quorum.controller.image import MetadataImage
+from quorum.metrics import STEP_WORK
 from quorum.metrics.exposition import Family
 from quorum.node.connection import ResponseSlot
 from quorum.wire.messages import DeleteRecordsRequest, FetchRequest, ProduceRequest
@@ -147,21 +149,21 @@ class ReplicaDriver:
         self.counters.produced(request)
         if slot is not None:
             self._started[slot] = self._clock_ms()
-        self._step(lambda now: self.core.produce(slot, request, now))
+        self._step(lambda now: self.core.produce(slot, request, now), "produce")
 
     def fetch(self, slot: ResponseSlot, request: FetchRequest, version: int) -> None:
         self.counters.fetch_requests += 1
         self._started[slot] = self._clock_ms()
-        self._step(lambda now: self.core.fetch(slot, request, version, now))
+        self._step(lambda now: self.core.fetch(slot, request, version, now), "fetch")
 
     def delete_records(self, slot: ResponseSlot, request: DeleteRecordsRequest) -> None:
         """DeleteRecords: answered once every replica's log start moved (or it timed out)."""
-        self._step(lambda now: self.core.delete_records(slot, request, now))
+        self._step(lambda now: self.core.delete_records(slot, request, now), "delete records")
 
     def log_starts_moved(self, keys: Sequence[PartitionKey]) -> None:
         """Log starts moved outside the core (retention): followers hear of it."""
         if keys:
-            self._step(lambda now: self.core.log_starts_moved(keys, now))
+            self._step(lambda now: self.core.log_starts_moved(keys, now), "log starts moved")
 
     async def metric_families(self) -> list[Family]:
         """The data plane's families; the partitions counted a slice at a time, with a
@@ -192,10 +194,11 @@ class ReplicaDriver:
                 client_id=client_id,
                 timeout_ms=self._request_timeout_ms,
                 on_response=lambda source, request_id, response: self._step(
-                    lambda now: self.core.handle_fetch_response(source, request_id, response, now)
+                    lambda now: self.core.handle_fetch_response(source, request_id, response, now),
+                    "fetch response",
                 ),
                 on_failure=lambda source, request_id: self._step(
-                    lambda now: self.core.fetch_failed(source, request_id, now)
+                    lambda now: self.core.fetch_failed(source, request_id, now), "fetch failed"
                 ),
             )
             nursery.start_soon(self._apply_changes)
@@ -216,12 +219,15 @@ class ReplicaDriver:
 
     # -- steps ------------------------------------------------------------------------------
 
-    def _step(self, step: Callable[[int], ReplicaOutput]) -> None:
-        """One input of the core, and its output performed before anything else runs."""
+    def _step(self, step: Callable[[int], ReplicaOutput], what: str) -> None:
+        """One input of the core (``what``: its kind, for a stall warning), and its output
+        performed before anything else runs."""
         if self._nursery is None:
             return  # stopped (or not started): nothing is served, fetched or sent
         self.steps += 1
+        started = time.perf_counter()
         self._perform(step(self._clock_ms()))
+        STEP_WORK.note("replica", what, time.perf_counter() - started)
 
     def _perform(self, output: ReplicaOutput) -> None:
         assert self._links is not None and self._nursery is not None
@@ -265,7 +271,7 @@ class ReplicaDriver:
             self._deadline_changed = trio.Event()
             wait_s = (self._deadline_ms - self._clock_ms()) / 1000
             if wait_s <= 0:
-                self._step(self.core.poll)
+                self._step(self.core.poll, "timers")
                 await trio.lowlevel.checkpoint()
                 continue
             with trio.move_on_after(wait_s):
@@ -293,7 +299,9 @@ class ReplicaDriver:
         removed: Sequence[PartitionAssignment],
         image: MetadataImage,
     ) -> None:
-        self._step(lambda now: self.core.apply_changes(changed, removed, image, now))
+        self._step(
+            lambda now: self.core.apply_changes(changed, removed, image, now), "assignments"
+        )
         if changed:
             # hosted partitions live as long as the assignment: out of the collector's
             # generations, or each full collection walks every replica (a slice of 1,000
@@ -313,11 +321,14 @@ class ReplicaDriver:
             )
         except ControllerUnavailableError as exc:
             logger.info("AlterPartition not delivered (%s); the core retries", exc)
-            self._step(lambda now: self.core.alter_partition_failed(outbound.request_id, now))
+            self._step(
+                lambda now: self.core.alter_partition_failed(outbound.request_id, now),
+                "AlterPartition failed",
+            )
             return
         self._step(lambda now: self.core.handle_alter_partition_response(
             outbound.request_id, response, now
-        ))
+        ), "AlterPartition response")
 
     async def _maintain_logs(self, maintenance: LogMaintenance) -> None:
         """Retention (Kafka's ``log.retention.check.interval.ms`` task): whole segments past

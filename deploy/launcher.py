@@ -37,6 +37,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, TypeVar
 
+from deploy import handicap
 from deploy.layout import (
     ClusterSpec,
     LaunchError,
@@ -195,6 +196,8 @@ class LocalCluster(QuorumView):
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 cwd=self.base_dir, env=env, start_new_session=True, pass_fds=(lifeline,),
             )
+        # a handicapped run slows its nodes as much as itself (deploy.handicap)
+        handicap.adopt(self._processes[node_id].pid)
         if wait:
             self.wait_ready(node_id)
 

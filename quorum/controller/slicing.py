@@ -54,7 +54,9 @@ def build_at_once(builder: SlicedBuilder[T_co]) -> T_co:
 
 @attrs.frozen
 class SliceReport:
-    """What one slice did: its kind ("replay", "controller-op", ...) and its units."""
+    """What one slice did: its kind ("replay", "controller-op", ...) and its units; for
+    a controller operation, its name (what a stall warning names)."""
 
     kind: str
     units: int
+    detail: str | None = None

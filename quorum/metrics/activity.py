@@ -35,6 +35,7 @@ from quorum.metrics.windows import RecentSamples, WarningGate, WindowMax, Window
 __all__ = [
     "QUANTILES",
     "ActivitySnapshot",
+    "EventTimes",
     "EventTimesSummary",
     "ImageSize",
     "NodeActivity",
@@ -113,7 +114,9 @@ class _SliceStats:
         )
 
 
-class _EventTimes:
+class EventTimes:
+    """Milliseconds per event: count, sum, max (last minute and ever), recent quantiles."""
+
     def __init__(self, reservoir_size: int) -> None:
         self.sum_ms = 0.0
         self.max_ms = WindowMax(_WINDOW_S)
@@ -150,8 +153,8 @@ class NodeActivity:
         self._stalls = WindowMax(_WINDOW_S)
         self._slices: dict[str, _SliceStats] = {}
         self._slice_warnings = WarningGate(warn_interval_s)
-        self._queue_times = _EventTimes(reservoir_size)
-        self._processing_times = _EventTimes(reservoir_size)
+        self._queue_times = EventTimes(reservoir_size)
+        self._processing_times = EventTimes(reservoir_size)
         self._applied = WindowSum(_RATE_WINDOW_S)
         self.image_size: ImageSize | None = None
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from quorum.metrics.activity import ActivitySnapshot, EventTimesSummary, SliceSummary
 from quorum.metrics.exposition import Family, Sample, gauge
 
-__all__ = ["activity_families", "controller_event_families"]
+__all__ = ["activity_families", "controller_event_families", "event_times_families"]
 
 _EVENT_MANAGER = "kafka_controller_controllereventmanager_"
 
@@ -84,11 +84,23 @@ def controller_event_families(activity: ActivitySnapshot) -> list[Family]:
 
 
 def _event_times(name: str, help_text: str, times: EventTimesSummary) -> list[Family]:
-    quantiles = tuple(Sample({"quantile": str(q)}, ms) for q, ms in times.quantiles)
+    return event_times_families(_EVENT_MANAGER + name, help_text, {(): times})
+
+
+def event_times_families(
+    name: str, help_text: str, by_labels: Mapping[tuple[tuple[str, str], ...], EventTimesSummary]
+) -> list[Family]:
+    """A summary (quantiles of the recent events, sum, count) and its max beside it, one
+    series per label set (``((label, value), ...)``; ``()``: none)."""
+    summary: list[Sample] = []
+    longest: list[Sample] = []
+    for labels, times in by_labels.items():
+        base = dict(labels)
+        summary += [Sample({**base, "quantile": str(q)}, ms) for q, ms in times.quantiles]
+        summary += [Sample(base, times.sum_ms, "_sum"), Sample(base, times.count, "_count")]
+        longest += _windowed(times.max_ms_1m, times.max_ms, **base)
     return [
-        Family(_EVENT_MANAGER + name, f"{help_text} Quantiles of the recent events.",
-               (*quantiles, Sample({}, times.sum_ms, "_sum"), Sample({}, times.count, "_count")),
+        Family(name, f"{help_text} Quantiles of the recent events.", tuple(summary),
                type="summary"),
-        Family(_EVENT_MANAGER + name + "_max", f"{help_text} The longest.",
-               _windowed(times.max_ms_1m, times.max_ms)),
+        Family(name + "_max", f"{help_text} The longest.", tuple(longest)),
     ]

@@ -38,6 +38,7 @@ import trio
 from quorum.controller.error_responses import error_response
 from quorum.log import FileLog
 from quorum.metrics.activity import NodeActivity
+from quorum.metrics.step_work import STEP_WORK
 from quorum.node.appends import PendingAppends, not_leader_outcome
 from quorum.node.connection import ResponseSlot
 from quorum.node.inputs import (
@@ -250,7 +251,10 @@ class CoreDriver:
             await self._wait_background_flush()
         # the flush may have ended before trio resumed its task: count it first
         await self._report_background_flush()
-        await self._apply(self._step(item, self.now_ms()))
+        started = time.perf_counter()
+        ready = self._step(item, self.now_ms())
+        STEP_WORK.note("input", item, time.perf_counter() - started)
+        await self._apply(ready)
         # let the writers send what this step answered before the next input or slice
         await trio.lowlevel.checkpoint()
 
@@ -313,6 +317,10 @@ class CoreDriver:
             # per 100,000 partitions; the images are acyclic, so refcounts free them)
             gc.freeze()
         elapsed = time.perf_counter() - started
+        STEP_WORK.note(
+            "/".join(report.kind for report in work.slices) or "state machine",
+            " ".join(report.detail for report in work.slices if report.detail), elapsed,
+        )
         if self.activity is not None:
             now_s = trio.current_time()
             for report in work.slices:
@@ -466,7 +474,9 @@ class CoreDriver:
         if self._machine is not None:
             # cheap: the replay of what it committed happens in the machine's slices, after
             # what this Ready sends has gone out
+            started = time.perf_counter()
             self._machine.observe(ready, self.core, self.now_ms())
+            STEP_WORK.note("observe", "a Ready", time.perf_counter() - started)
         self.changed.set()
         self.changed = trio.Event()
 

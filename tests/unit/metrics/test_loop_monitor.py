@@ -4,13 +4,17 @@ runs one."""
 
 from __future__ import annotations
 
+import gc
 import logging
+import re
 import time
 
+import attrs
 import pytest
 import trio
 
 from quorum.metrics import NodeActivity, monitor_loop
+from quorum.metrics.step_work import labelled
 from quorum.node import NodeAddress
 from quorum.node.process import serve_until_signalled
 
@@ -79,6 +83,59 @@ async def test_a_stall_over_the_threshold_is_logged_once_per_interval_naming_the
     [line] = [r.getMessage() for r in caplog.records]
     assert "served no I/O for" in line
     assert "in task 'unbounded-replay'" in line
+
+
+async def labelled_step(seconds: float, kind: str, detail: object) -> None:
+    hold_thread(0.005)
+    with labelled("input", "a quick one"):
+        hold_thread(0.001)
+    with labelled(kind, detail):
+        hold_thread(seconds)
+
+
+async def test_the_warning_names_the_work_noted_in_the_longest_step(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger=MONITOR_LOGGER)
+    with monitor_loop(NodeActivity(), stall_warn_ms=50.0):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(labelled_step, 0.001, "replay", None, name="small")
+            nursery.start_soon(labelled_step, 0.07, "controller-op", "CreateTopics", name="core")
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "in task 'core'" in line
+    # the longest noted work of that step, with its share of the step
+    found = re.search(r"\((\d+) ms of it controller-op CreateTopics\)", line)
+    assert found is not None, line
+    assert int(found.group(1)) >= 70
+
+
+async def test_the_warning_names_an_envelopes_message_and_a_garbage_collection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @attrs.frozen
+    class Envelope:
+        message: object
+
+    class FetchRequest:
+        pass
+
+    caplog.set_level(logging.WARNING, logger=MONITOR_LOGGER)
+    with monitor_loop(NodeActivity(), stall_warn_ms=50.0):
+        await trio.sleep(0.001)  # (a turn is measured from the end of an I/O wait)
+        await labelled_step(0.06, "input", Envelope(FetchRequest()))
+        await trio.sleep(0.001)
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "ms of it input Envelope FetchRequest)" in line
+    garbage = [[object()] for _ in range(300_000)]
+    with monitor_loop(NodeActivity(), stall_warn_ms=1.0):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_collect_fully)
+    del garbage
+    assert any("garbage collection of generation 2" in r.getMessage() for r in caplog.records)
+
+
+async def _collect_fully() -> None:
+    gc.collect()
 
 
 async def test_the_monitor_stops_measuring_when_its_block_ends() -> None:
