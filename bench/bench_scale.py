@@ -28,14 +28,20 @@ retention is off, so logs start at 0. The phases (``bench.scale_phases``):
    (records applied per second with nothing else to wait for);
 6. ``--failover-rounds`` kill -9 of the active controller: until a one-partition
    CreateTopics through the survivors is answered;
-7. the spare broker from empty: to unfenced, to the snapshot loaded, to the
+7. a full restart (``bench.scale_restart``): every node stopped in order and
+   started again; to the active controller's claim, every broker registered,
+   unfenced, every ISR full; the brokers' registration and heartbeat answer
+   times meanwhile;
+8. the spare broker from empty: to unfenced, to the snapshot loaded, to the
    active controller's digest.
 
 Each node's longest event-loop stall per phase, RSS after each phase (VmRSS,
 and VmHWM at the end), and per kind of work its slices (count, units, the
 longest) are read from /metrics and /proc. Medians over runs, per-run values
 in brackets. ``--profile kafka`` runs the nodes with Kafka's default timeouts
-instead of the short test profile.
+instead of the short test profile. ``--handicap FACTOR`` runs everything on
+this machine made FACTOR times slower on purpose (``deploy.handicap``; the
+report's first line says the factor reached).
 """
 
 from __future__ import annotations
@@ -56,9 +62,11 @@ from bench.controller_probes import metadata_files
 from bench.scale_checks import UnexplainedElection, check_epoch
 from bench.scale_phases import ScaleRun
 from bench.scale_report import report
+from bench.scale_restart import full_restart
 from bench.scale_snapshot import snapshot_path, time_snapshot
 from bench.sim_brokers import SimulatedBrokers
 from deploy import ClusterSpec, LocalCluster
+from deploy.handicap import CpuHandicap
 from quorum.log.protocol import OffsetAndEpoch
 
 __all__ = ["main"]
@@ -137,6 +145,7 @@ def one_run(args: argparse.Namespace, base: Path, wait_s: float) -> ScaleRun:
         ("restart", lambda: after.restart(run, "restart", drop_snapshots=False)),
         ("replay", lambda: after.restart(run, "replay", drop_snapshots=True)),
         ("failover", lambda: failover(run, args.failover_rounds)),
+        ("fullrestart", lambda: full_restart(run, args.partitions)),
         ("catchup", lambda: after.broker_catch_up(run)),
     ]
     try:
@@ -160,7 +169,7 @@ def run_steps(run: ScaleRun, steps: Sequence[tuple[str, Callable[[], object]]]) 
             if name == "create":
                 run.figures["leader"] = cluster.leader()
             step()
-            if name not in ("start", "failover"):
+            if name not in ("start", "failover", "fullrestart"):
                 check_epoch(cluster, run.nodes, name, epoch, since)
             record_fenced(run, name)
             print(f"  {name} done in {time.perf_counter() - begun:.1f} s", file=sys.stderr,
@@ -190,15 +199,22 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="a node setting on top of the profile (repeatable)")
     parser.add_argument("--dir", default=None, help="where the nodes keep their data")
     parser.add_argument("--keep", action="store_true", help="keep the nodes' data and logs")
+    parser.add_argument("--handicap", type=float, default=None, metavar="FACTOR",
+                        help="make this machine FACTOR times slower on purpose (at least 1)")
     args = parser.parse_args(argv)
     if args.real_brokers is None:
         args.real_brokers = args.brokers if args.brokers <= 3 else 1
     if args.brokers < 3 or not 0 <= args.real_brokers <= args.brokers:
         parser.error("--brokers must be at least 3 (RF 3) and --real-brokers at most that")
-    # the waits grow with the metadata: 90 s, or 1 s per 4,000 partitions
-    wait_s = max(90.0, args.partitions / 4000)
+    # the waits grow with the metadata (90 s, or 1 s per 4,000 partitions) and the handicap
+    wait_s = max(90.0, args.partitions / 4000) * max(1.0, args.handicap or 1.0)
     base = Path(tempfile.mkdtemp(dir=args.dir, prefix="bench-scale-"))
     runs = []
+    handicap = None if args.handicap is None else CpuHandicap(args.handicap)
+    args.handicap_report = None
+    if handicap is not None:
+        args.handicap_report = handicap.start().describe()
+        print(args.handicap_report, file=sys.stderr, flush=True)
     started = time.perf_counter()
     try:
         for i in range(args.runs):
@@ -208,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             if runs[-1].stopped:
                 break
     finally:
+        if handicap is not None:
+            handicap.stop()
         if args.keep:
             print(f"data and logs kept in {base}", file=sys.stderr)
         else:

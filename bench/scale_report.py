@@ -83,10 +83,34 @@ def _scalar_rows(args: argparse.Namespace) -> list[tuple[str, str, Format]]:
          "replay.image", _S),
         ("  ... records applied per second while it replayed", "replay.apply_rate", _RATE),
         ("  ... longest replay slice on the node", "replay.replay.max_ms", _MS1),
+        ("full restart (brokers stopped, then controllers; all started): start -> a "
+         "controller claims (its log line)", "fullrestart.claim", _S),
+        ("  ... start -> every broker registered", "fullrestart.registered", _S),
+        ("  ... start -> every broker unfenced (active controller's gauges)",
+         "fullrestart.unfenced", _S),
+        ("  ... start -> every ISR full (broker processes' gauges)", "fullrestart.isr_full", _S),
+        *_lifecycle_rows(),
         ("new broker process from empty: start -> unfenced", "catchup.unfenced", _S),
         ("  ... start -> snapshot loaded (log line)", "catchup.loaded", _S),
         ("  ... start -> same digest as the active controller", "catchup.agree", _S),
     ]
+
+
+def _lifecycle_rows() -> list[tuple[str, str, Format]]:
+    rows: list[tuple[str, str, Format]] = []
+    for kind in ("BrokerRegistration", "BrokerHeartbeat"):
+        for who, what in (("brokers", "broker processes' (their /metrics; p50, p99: the "
+                                      "largest of any one broker's)"),
+                          ("simulated", "simulated brokers' (every answer)")):
+            rows += [
+                (f"  ... {kind} answer time during it, {what}: p50 / p99 / max",
+                 f"fullrestart.{kind}.{who}.p50_ms", _MS),
+                ("", f"fullrestart.{kind}.{who}.p99_ms", _MS),
+                ("", f"fullrestart.{kind}.{who}.max_ms", _MS),
+                (f"  ... {kind}s without an answer (timed out or connection lost), {who}",
+                 f"fullrestart.{kind}.{who}.unanswered", _COUNT),
+            ]
+    return rows
 
 
 def _print_scalars(runs: Sequence[ScaleRun], args: argparse.Namespace) -> None:
@@ -96,14 +120,28 @@ def _print_scalars(runs: Sequence[ScaleRun], args: argparse.Namespace) -> None:
         if not label:
             continue
         cell = _cell(_figure(runs, key), fmt)
-        follower = rows[i + 1] if i + 1 < len(rows) else None
-        if follower is not None and not follower[0]:
+        for follower in _followers(rows, i):
             cell += " / " + _cell(_figure(runs, follower[1]), follower[2])
+        keys = [key, *(f[1] for f in _followers(rows, i))]
+        if key.count(".") > 2 and all(not _figure(runs, k) for k in keys):
+            continue  # answer times of a kind of broker this run did not have
         print(f"| {label} | {cell} |")
     failover = [v for r in runs for k, v in r.figures.items() if k.startswith("failover.")]
     cell = (f"median {1000 * statistics.median(failover):.0f} ms, max "
             f"{1000 * max(failover):.0f} ms (n={len(failover)})") if failover else "not measured"
     print(f"| kill -9 of the active controller -> 1-partition CreateTopics answered | {cell} |")
+
+
+def _followers(
+    rows: Sequence[tuple[str, str, Format]], i: int
+) -> list[tuple[str, str, Format]]:
+    """The unlabelled rows right after row ``i``: their values share its cell."""
+    found = []
+    for row in rows[i + 1:]:
+        if row[0]:
+            break
+        found.append(row)
+    return found
 
 
 def _role(node: int, runs: Sequence[ScaleRun]) -> str:
@@ -136,7 +174,7 @@ def _print_nodes(runs: Sequence[ScaleRun]) -> None:
 
 
 def _print_stalls(runs: Sequence[ScaleRun]) -> None:
-    phases = [p for p in ("create", "restart", "replay", "failover", "catchup")
+    phases = [p for p in ("create", "restart", "replay", "failover", "fullrestart", "catchup")
               if any(p in r.stalls for r in runs)]
     nodes = sorted({n for r in runs for s in r.stalls.values() for n in s})
     print("\nLongest event-loop stall per node and phase, ms (each run; \"<=\": no new "
@@ -224,6 +262,8 @@ def _print_goals(runs: Sequence[ScaleRun]) -> None:
 
 def report(runs: Sequence[ScaleRun], args: argparse.Namespace) -> None:
     simulated = args.brokers - args.real_brokers
+    if args.handicap_report is not None:
+        print(args.handicap_report)
     heartbeat = runs[0].sim.heartbeat_interval_ms if runs and simulated else None
     print(f"{args.partitions:,} partitions x RF 3; 3 controllers, {args.brokers} brokers "
           f"({args.real_brokers} processes, {simulated} simulated"

@@ -90,7 +90,7 @@ def lifecycle_config(settings: BrokerSettings) -> LifecycleConfig:
         session_timeout_ms=settings.session_timeout_ms,
         initial_registration_timeout_ms=settings.initial_registration_timeout_ms,
         request_timeout_ms=settings.raft.request_timeout_ms,
-        controlled_shutdown_timeout_ms=settings.session_timeout_ms,
+        registration_timeout_ms=settings.controller_socket_timeout_ms,
     )
 
 
@@ -116,6 +116,18 @@ class SimulatedBrokers:
 
     def running(self) -> int:
         return sum(1 for s in self.states().values() if s is BrokerState.RUNNING)
+
+    def lifecycle_samples(self, kind: str, since: float) -> list[float]:
+        """Every simulated broker's answer times (ms) of ``kind`` ("BrokerHeartbeat", ...)
+        since the wall-clock time ``since`` (read from another thread: a copy each)."""
+        return [ms for loop in list(self._loops) for at, k, ms in list(loop.times.samples)
+                if k == kind and at >= since]
+
+    def unanswered(self, kind: str) -> int:
+        """Requests of ``kind`` that got no answer, over every simulated broker's life."""
+        return sum(loop.times.unanswered_count(kind, reason)
+                   for loop in list(self._loops)
+                   for reason in ("timeout", "leader_moved", "connection"))
 
     def start(self) -> None:
         if not self.ids:

@@ -22,16 +22,29 @@ registers again in the same process keeps it, so the controller keeps its
 epoch if it still knows it. Heartbeats report the last offset the image
 holds and ask to stay fenced until the image has replayed the broker's own
 registration record (the broker epoch is that record's offset). Failures
-and refusals back off exponentially up to the heartbeat interval; a request
-times out after at most half the session timeout (KAFKA-14392).
+and refusals back off exponentially up to the heartbeat interval, with
+jitter (Kafka's 2% would keep brokers that failed together in step; here a
+fifth either way). A heartbeat waits at most half the session timeout for
+its answer (KAFKA-14392: a later answer cannot keep the session alive). A
+registration keeps no session alive, so it waits ``registration_timeout_ms``
+(``controller.socket.timeout.ms``): a busy controller that accepted it
+answers when its record is committed, and giving up earlier only sends the
+same registration again. (Kafka bounds both by half a session.) A
+controlled shutdown waits up to ``controlled_shutdown_timeout_ms`` for the
+controller's go-ahead (Kafka: 5 minutes), but gives up once no controller
+has answered for a whole session: the quorum will fence the broker anyway.
 
-The controller asked is the Raft leader the observer core knows; when none is
-known, or the leader failed twice in a row, the voters are tried in turn.
+The controller asked is the Raft leader the observer core knows, also after
+a timeout (it is there, only busy) and after another voter refused with
+NOT_CONTROLLER; the voters are tried in turn only while no leader is known,
+or after the leader's connection failed twice in a row (the observer learns
+of its successor soon).
 """
 
 from __future__ import annotations
 
 import enum
+import random
 import uuid
 from collections.abc import Sequence
 from typing import Final, TypeAlias
@@ -66,8 +79,11 @@ LifecycleRequest: TypeAlias = BrokerRegistrationRequest | BrokerHeartbeatRequest
 LifecycleResponse: TypeAlias = BrokerRegistrationResponse | BrokerHeartbeatResponse
 
 _INITIAL_BACKOFF_MS: Final = 100  # Kafka's first resend backoff
+_BACKOFF_JITTER: Final = 0.2  # each backoff drawn within a fifth either way
 _FIRST_SHUTDOWN_POLL_MS: Final = 50  # Kafka: the first answer in shutdown is re-asked sooner
 _LEADER_FAILURES_BEFORE_ROTATION: Final = 2
+# how long a controlled shutdown waits for the controller's go-ahead (Kafka's BrokerServer)
+CONTROLLED_SHUTDOWN_TIMEOUT_MS: Final = 300_000
 
 
 class BrokerState(enum.IntEnum):
@@ -108,14 +124,22 @@ class LifecycleConfig:
     session_timeout_ms: int
     initial_registration_timeout_ms: int
     request_timeout_ms: int
+    # how long a registration waits for its answer (controller.socket.timeout.ms)
+    registration_timeout_ms: int = 30_000
     # how long a controlled shutdown may wait for the controller's go-ahead
-    controlled_shutdown_timeout_ms: int
+    controlled_shutdown_timeout_ms: int = CONTROLLED_SHUTDOWN_TIMEOUT_MS
     previous_broker_epoch: int = -1
 
     @property
     def effective_request_timeout_ms(self) -> int:
         """A heartbeat that waits longer than half a session cannot keep it alive."""
         return max(1, min(self.request_timeout_ms, self.session_timeout_ms // 2))
+
+    def timeout_ms_for(self, request: LifecycleRequest) -> int:
+        """How long ``request`` waits for its answer (the module docstring says why)."""
+        if isinstance(request, BrokerRegistrationRequest):
+            return max(self.registration_timeout_ms, self.effective_request_timeout_ms)
+        return self.effective_request_timeout_ms
 
 
 @attrs.frozen
@@ -127,15 +151,18 @@ class Outgoing:
 
 
 class ControllerPicker:
-    """Which voter to ask: the Raft leader, else the voters in turn."""
+    """Which voter to ask: the Raft leader, else the voters in turn (the module docstring)."""
 
     def __init__(self, voter_ids: tuple[int, ...]) -> None:
         assert voter_ids, "a broker needs at least one voter"
         self._voters = tuple(sorted(voter_ids))
         self._next = 0
         self._leader_failures = 0
+        self._leader: int | None = None  # the leader those failures were counted against
 
     def pick(self, leader_id: int | None) -> int:
+        if leader_id != self._leader:
+            self._leader, self._leader_failures = leader_id, 0  # a new leader: ask it
         if leader_id in self._voters and self._leader_failures < _LEADER_FAILURES_BEFORE_ROTATION:
             return leader_id
         return self._voters[self._next % len(self._voters)]
@@ -143,17 +170,30 @@ class ControllerPicker:
     def succeeded(self) -> None:
         self._leader_failures = 0
 
-    def failed(self, destination: int, leader_id: int | None) -> None:
-        """``destination`` did not answer, or is not the active controller."""
+    def unreachable(self, destination: int, leader_id: int | None) -> None:
+        """``destination``'s connection failed (refused, reset): it may be gone."""
         if destination == leader_id:
             self._leader_failures += 1
+        self._rotate_past(destination)
+
+    def not_controller(self, destination: int, leader_id: int | None) -> None:
+        """``destination`` answered that it is not the active controller: the leader the
+        broker knows is asked next (it may lead and not have claimed yet)."""
+        if destination != leader_id:
+            self._leader_failures = 0
+        self._rotate_past(destination)
+
+    def _rotate_past(self, destination: int) -> None:
         if destination in self._voters:
             self._next = self._voters.index(destination) + 1
 
 
 class BrokerLifecycle:
-    def __init__(self, config: LifecycleConfig, now_ms: int) -> None:
+    def __init__(
+        self, config: LifecycleConfig, now_ms: int, *, rng: random.Random | None = None
+    ) -> None:
         self.config = config
+        self._rng = rng or random.Random()
         self.state = BrokerState.STARTING
         self.broker_epoch = -1
         self.registered = False  # the controller holds the current registration
@@ -169,6 +209,7 @@ class BrokerLifecycle:
         self._failures = 0
         self._ready_to_unfence = False
         self._shutdown_answers = 0
+        self._last_answer_ms = now_ms  # from any controller, any answer
 
     # -- views ------------------------------------------------------------------------------
 
@@ -184,10 +225,14 @@ class BrokerLifecycle:
         """When ``poll`` or ``next_request`` has something to do at the latest."""
         if self.done:
             return None
+        silent_until = None if self._shutdown_deadline_ms is None else (
+            self._last_answer_ms + self.config.session_timeout_ms + 1
+        )
         deadlines = [
             None if self._in_flight is not None else self._send_at_ms,
             None if self.ever_registered else self._registration_deadline_ms,
             self._shutdown_deadline_ms,
+            silent_until,
         ]
         known = [d for d in deadlines if d is not None]
         return min(known) if known else None
@@ -206,7 +251,10 @@ class BrokerLifecycle:
                 f"{self.config.initial_registration_timeout_ms}{last}"
             )
             self._move(BrokerState.SHUTTING_DOWN)
-        elif self._shutdown_deadline_ms is not None and now_ms >= self._shutdown_deadline_ms:
+        elif self._shutdown_deadline_ms is not None and (
+            now_ms >= self._shutdown_deadline_ms
+            or now_ms - self._last_answer_ms > self.config.session_timeout_ms
+        ):
             self.shutdown_timed_out = True
             self._move(BrokerState.SHUTTING_DOWN)
 
@@ -223,6 +271,7 @@ class BrokerLifecycle:
         if self.state in (BrokerState.RECOVERY, BrokerState.RUNNING):
             self._move(BrokerState.PENDING_CONTROLLED_SHUTDOWN)
             self._shutdown_deadline_ms = now_ms + self.config.controlled_shutdown_timeout_ms
+            self._last_answer_ms = now_ms
             self._send_at_ms = now_ms
         elif self.state is BrokerState.STARTING:
             self._move(BrokerState.SHUTTING_DOWN)
@@ -245,10 +294,11 @@ class BrokerLifecycle:
 
     def on_response(self, response: LifecycleResponse, now_ms: int, leader_id: int | None) -> None:
         sent = self._take_in_flight()
+        self._last_answer_ms = now_ms
         if self.done:
             return
         if response.error_code == Errors.NOT_CONTROLLER:
-            self.picker.failed(sent.destination, leader_id)
+            self.picker.not_controller(sent.destination, leader_id)
         else:
             self.picker.succeeded()
         if isinstance(response, BrokerRegistrationResponse):
@@ -258,10 +308,14 @@ class BrokerLifecycle:
             assert isinstance(sent.request, BrokerHeartbeatRequest), (sent, response)
             self._on_heartbeat(response, now_ms)
 
-    def on_failure(self, now_ms: int, reason: str, leader_id: int | None) -> None:
-        """The request got no answer (connection refused or lost, timed out)."""
+    def on_failure(
+        self, now_ms: int, reason: str, leader_id: int | None, *, timed_out: bool = False
+    ) -> None:
+        """The request got no answer: timed out (the controller is there, maybe busy), or
+        its connection failed (refused or lost)."""
         sent = self._take_in_flight()
-        self.picker.failed(sent.destination, leader_id)
+        if not timed_out:
+            self.picker.unreachable(sent.destination, leader_id)
         if not self.done:
             self._back_off(now_ms, f"controller {sent.destination}: {reason}")
 
@@ -336,8 +390,10 @@ class BrokerLifecycle:
         self.last_error = why
         cap = max(_INITIAL_BACKOFF_MS, self.config.heartbeat_interval_ms)
         delay = min(cap, _INITIAL_BACKOFF_MS * 2 ** min(self._failures, 16))
+        # brokers that failed together (a controller's failover) do not retry in step
+        delay *= 1 + self._rng.uniform(-_BACKOFF_JITTER, _BACKOFF_JITTER)
         self._failures += 1
-        self._send_at_ms = now_ms + delay
+        self._send_at_ms = now_ms + round(delay)
 
     def _move(self, to: BrokerState) -> None:
         if (self.state, to) not in _MOVES:

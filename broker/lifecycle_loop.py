@@ -2,10 +2,12 @@
 
 One task, one request in flight, sent through the lifecycle lane of the
 broker's controller channel to the controller the lifecycle picked (a
-different pick reconnects). Each request is bounded
-by the lifecycle's request timeout (at most half the session timeout); a
-timeout or a broken connection is reported as a failure and the connection
-is dropped. Between requests the task sleeps until the lifecycle's next
+different pick reconnects). Each request is bounded by the lifecycle's
+timeout for its kind (a heartbeat at most half the session timeout, a
+registration ``controller.socket.timeout.ms``), and a wait ends early when
+the quorum's leader, as the broker's observer core knows it, moves to
+another node (the request goes to the new leader at once); a timeout or a
+broken connection is reported as a failure and the connection is dropped. Between requests the task sleeps until the lifecycle's next
 deadline, or until ``notify`` (a new metadata image) or ``begin_shutdown``
 wakes it. ``run`` returns once the broker may stop (controlled shutdown
 done or timed out) and raises ``BrokerStartupError`` when the broker must
@@ -21,7 +23,8 @@ import trio
 
 from broker.controller_channel import BrokerControllerChannel, ControllerLane
 from broker.errors import BrokerStartupError
-from broker.lifecycle import BrokerLifecycle, BrokerState, Outgoing
+from broker.lifecycle import BrokerLifecycle, BrokerState, LifecycleResponse, Outgoing
+from broker.lifecycle_times import LifecycleTimes
 from quorum.client import ClientError
 from quorum.node.driver import NodeClock
 
@@ -48,6 +51,7 @@ class LifecycleLoop:
         self._wake = trio.Event()
         self._shutdown_asked = False
         self._reported: tuple[BrokerState, int, str | None] | None = None
+        self.times = LifecycleTimes()  # how long its requests waited for their answers
         self.running = trio.Event()  # set once the broker was first unfenced
         self.state_changed = trio.Event()  # set (and replaced) when the state moves
 
@@ -93,21 +97,60 @@ class LifecycleLoop:
         return True
 
     async def _exchange(self, out: Outgoing) -> None:
-        timeout_ms = self.lifecycle.config.effective_request_timeout_ms
-        try:
-            with trio.fail_after(timeout_ms / 1000):
-                response = await self._channel.send_once(
-                    ControllerLane.LIFECYCLE, out.destination, out.request
-                )
-        except trio.TooSlowError:
-            self._failed(f"no answer within {timeout_ms} ms")
-        except ClientError as exc:
-            self._failed(str(exc))
+        timeout_ms = self.lifecycle.config.timeout_ms_for(out.request)
+        kind = type(out.request).__name__.removesuffix("Request")
+        sent_s = trio.current_time()
+        outcome: list[LifecycleResponse | ClientError] = []
+        with trio.move_on_after(timeout_ms / 1000) as waited:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._send, out, outcome, nursery.cancel_scope)
+                await self._until_leader_moves(out.destination)
+                nursery.cancel_scope.cancel()
+        now_s = trio.current_time()
+        if waited.cancelled_caught:
+            self.times.unanswered(kind, "timeout")
+            self._failed(f"no answer within {timeout_ms} ms", timed_out=True)
+        elif not outcome:
+            self.times.unanswered(kind, "leader_moved")
+            self._failed(f"the quorum's leader moved to {self._leader_id()}", timed_out=True)
+        elif isinstance(outcome[0], ClientError):
+            self.times.unanswered(kind, "connection")
+            self._failed(str(outcome[0]))
         else:
-            self.lifecycle.on_response(response, self._clock.now_ms(), self._leader_id())
+            self.times.answered(kind, (now_s - sent_s) * 1000, now_s)
+            self.lifecycle.on_response(outcome[0], self._clock.now_ms(), self._leader_id())
 
-    def _failed(self, reason: str) -> None:
-        self.lifecycle.on_failure(self._clock.now_ms(), reason, self._leader_id())
+    async def _send(
+        self,
+        out: Outgoing,
+        outcome: list[LifecycleResponse | ClientError],
+        done: trio.CancelScope,
+    ) -> None:
+        try:
+            outcome.append(await self._channel.send_once(
+                ControllerLane.LIFECYCLE, out.destination, out.request
+            ))
+        except ClientError as exc:
+            outcome.append(exc)
+        done.cancel()
+
+    async def _until_leader_moves(self, destination: int) -> None:
+        """Returns once the known leader is another node than ``destination``, if it was
+        the leader when asked (checked every tenth of a heartbeat interval; the answer's
+        arrival cancels this wait)."""
+        interval_s = max(0.01, self.lifecycle.config.heartbeat_interval_ms / 10_000)
+        if self._leader_id() != destination:
+            await trio.sleep_forever()
+        while True:
+            await trio.sleep(interval_s)
+            leader = self._leader_id()
+            if leader is not None and leader != destination:
+                return
+
+    def _failed(self, reason: str, *, timed_out: bool = False) -> None:
+        self.lifecycle.on_failure(
+            self._clock.now_ms(), reason, self._leader_id(), timed_out=timed_out
+        )
 
     def _report(self) -> None:
         """Log what changed since the last turn, and wake whoever waits on the state."""

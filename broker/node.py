@@ -55,7 +55,7 @@ from quorum.config import ServerConfig
 from quorum.controller.image import MetadataImage
 from quorum.log.clock import wall_clock_ms
 from quorum.log.log_dir import LogDirectory
-from quorum.metrics import BrokerView, NodeMetrics
+from quorum.metrics import BrokerView, Family, NodeMetrics
 from quorum.node import NodeAddress, NodeSettings, node_settings
 from quorum.node.controller_machine import ControllerMachine
 from quorum.node.controller_part import (
@@ -265,8 +265,16 @@ class BrokerNode(MetadataNode):
             ),
             broker=lambda: BrokerView(int(self.state), self.broker_epoch),
             activity=self.activity,
-            extra=None if self.replicas is None else self.replicas.metric_families,
+            extra=self._metric_families,
         )
+
+    async def _metric_families(self) -> list[Family]:
+        """The broker's own: its lifecycle's answer times, and the data plane's."""
+        loop = self._lifecycle
+        families = [] if loop is None else loop.times.families(trio.current_time())
+        if self.replicas is not None:
+            families += await self.replicas.metric_families()
+        return families
 
     async def _serve_controller(self, nursery: trio.Nursery, driver: CoreDriver) -> None:
         """A combined node's controller listener (brokers register through it, this one too)."""
@@ -317,7 +325,7 @@ class BrokerNode(MetadataNode):
             session_timeout_ms=settings.session_timeout_ms,
             initial_registration_timeout_ms=settings.initial_registration_timeout_ms,
             request_timeout_ms=settings.raft.request_timeout_ms,
-            controlled_shutdown_timeout_ms=settings.session_timeout_ms,
+            registration_timeout_ms=settings.controller_socket_timeout_ms,
         )
         return LifecycleLoop(
             BrokerLifecycle(config, clock.now_ms()),

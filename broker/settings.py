@@ -81,6 +81,7 @@ class BrokerSettings(RaftNodeSettings):
     heartbeat_interval_ms: int
     session_timeout_ms: int
     initial_registration_timeout_ms: int
+    controller_socket_timeout_ms: int
     # the broker-level config values this node reports for itself (DescribeConfigs)
     static_configs: ControllerConfig
     # the data plane: where partition logs live (the first of log.dirs), their default
@@ -133,6 +134,7 @@ def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
         heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
         session_timeout_ms=config.broker_session_timeout_ms,
         initial_registration_timeout_ms=config.initial_broker_registration_timeout_ms,
+        controller_socket_timeout_ms=config.controller_socket_timeout_ms,
         static_configs=controller_config(config, cluster_id),
         data_log_dir=Path(config.log_dirs[0]),
         data_log=attrs.evolve(data_log_config(config), max_message_bytes=config.message_max_bytes),

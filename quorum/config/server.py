@@ -144,6 +144,9 @@ class ServerConfig:
     auto_leader_rebalance_enable: bool = setting("auto.leader.rebalance.enable", BOOLEAN, "true")
     leader_imbalance_check_interval_seconds: int = setting("leader.imbalance.check.interval.seconds", LONG, "300", at_least(1))
     initial_broker_registration_timeout_ms: int = setting("initial.broker.registration.timeout.ms", INT, "60000", at_least(1))
+    # how long a broker waits for the controller's answer to a request that keeps no
+    # session alive (its registration); heartbeats wait at most half a session
+    controller_socket_timeout_ms: int = setting("controller.socket.timeout.ms", INT, "30000", at_least(1))
     group_initial_rebalance_delay_ms: int = setting("group.initial.rebalance.delay.ms", INT, "3000", at_least(0))
 
     @property

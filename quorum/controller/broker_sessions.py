@@ -111,3 +111,10 @@ class BrokerSessions:
             session.controlled_shutdown_offset = -1
         elif session.controlled_shutdown_offset < 0:
             session.controlled_shutdown_offset = offset
+
+    def extend_controlled_shutdown_offset(self, broker_id: int, offset: int) -> None:
+        """The records that move ``broker_id``'s leaderships away went on to ``offset``
+        (a job that moved them after the shutdown began): the point moves there."""
+        session = self._sessions.get(broker_id)
+        if session is not None:
+            session.controlled_shutdown_offset = max(session.controlled_shutdown_offset, offset)

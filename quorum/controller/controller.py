@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import random
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Hashable, Sequence
 from typing import Any, Final
 
 from quorum.controller.alter_partition import alter_partition_steps
@@ -40,9 +40,12 @@ from quorum.controller.bootstrap import bootstrap_records
 from quorum.controller.broker_sessions import BrokerSessions
 from quorum.controller.cluster_control import (
     broker_heartbeat_steps,
+    fence_key,
     fence_stale_brokers_steps,
     next_fence_deadline_ms,
     register_broker_steps,
+    same_registration,
+    stale_broker,
     steady_heartbeat,
     unregister_broker_steps,
 )
@@ -51,23 +54,12 @@ from quorum.controller.config_control import (
     incremental_alter_configs_steps,
 )
 from quorum.controller.delta import MetadataReplayError, fold_records
-from quorum.controller.elections import (
-    elect_leaders_steps,
-    preferred_leader_examiner,
-    unclean_leader_examiner,
-)
+from quorum.controller.elections import elect_leaders_steps
 from quorum.controller.error_responses import error_response
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage, Provenance
-from quorum.controller.operations import (
-    Operation,
-    Steps,
-    emit_in_slices,
-    from_result,
-    scan_in_slices,
-)
-from quorum.controller.partition_change import PartitionEntry, PartitionExaminer
-from quorum.controller.partition_index import PartitionIndex, PartitionKey
-from quorum.controller.partition_map import EMPTY_PARTITIONS, PartitionMap
+from quorum.controller.operations import Operation, Steps, from_result
+from quorum.controller.partition_index import PartitionIndex, note_every_change
+from quorum.controller.partition_jobs import preferred_leader_job, unclean_leader_job
 from quorum.controller.producer_ids_control import allocate_producer_ids
 from quorum.controller.reassignments import (
     alter_partition_reassignments_steps,
@@ -86,11 +78,16 @@ from quorum.wire.messages.broker_lifecycle import (
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
 )
 from quorum.wire.messages.configs import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from quorum.wire.messages.create_partitions import CreatePartitionsRequest
 from quorum.wire.messages.elect_leaders import ElectLeadersRequest
-from quorum.wire.messages.metadata_records import AbortTransactionRecord
+from quorum.wire.messages.metadata_records import (
+    AbortTransactionRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+)
 from quorum.wire.messages.partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     ListPartitionReassignmentsRequest,
@@ -100,6 +97,9 @@ from quorum.wire.messages.unregister_broker import UnregisterBrokerRequest
 from quorum.wire.metadata_serde import MetadataRecord
 
 __all__ = ["QuorumController", "note_every_change"]
+
+_REBALANCE: Final = "PreferredLeaderRebalance"
+_UNCLEAN: Final = "UncleanLeaderElection"
 
 Command = Callable[[MetadataImage, Any, int, ControllerContext], ControllerResult[Any]]
 SlicedCommand = Callable[[MetadataImage, Any, int, ControllerContext], Steps[Any]]
@@ -123,6 +123,13 @@ class QuorumController:
         self._pending: deque[int] = deque()  # end offsets of uncommitted records
         self._next_rebalance_ms = 0
         self._next_unclean_ms = 0
+        # jobs (operations in parts) queued or running, by key, and those not yet handed out
+        self._job_keys: set[Hashable] = set()
+        self._spawned: deque[Operation[Any]] = deque()
+        # (end offset, brokers given a leadership or a shared ISR place) of this
+        # controller's records the partition index has not seen yet
+        self._pending_holders: deque[tuple[int, frozenset[int]]] = deque()
+        self._activated_at = 0  # the first offset this controller wrote in its epoch
         sessions = self.sessions
         self._commands: dict[type, SlicedCommand] = {
             **{kind: _in_one_slice(command) for kind, command in _IMAGE_COMMANDS.items()},
@@ -198,6 +205,8 @@ class QuorumController:
         self._epoch = epoch
         self.working = self.committed
         self._pending.clear()
+        self._pending_holders.clear()
+        self._activated_at = next_offset
         # every registered broker gets a full session with the new controller (Kafka)
         self.sessions.reset(self.committed.brokers, now_ms)
         self._next_rebalance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
@@ -214,11 +223,50 @@ class QuorumController:
         return ControllerResult(tuple(records), None)
 
     def deactivate(self) -> None:
-        """Renounce: forget every uncommitted record and every session."""
+        """Renounce: forget every uncommitted record, every session and every job."""
         self._epoch = None
         self.working = self.committed
         self._pending.clear()
         self.sessions.clear()
+        self._spawned.clear()
+        self._job_keys.clear()
+        self._pending_holders.clear()
+
+    # -- jobs (Background) -------------------------------------------------------------------
+
+    def spawn(self, key: Hashable, name: str, steps: Generator[Any, None, None]) -> None:
+        """Queue a job; it runs after the operation that spawned it (``take_spawned``)."""
+        if key in self._job_keys:
+            steps.close()
+            return
+        self._spawned.append(self._job(key, name, steps))
+
+    def running(self, key: Hashable) -> bool:
+        return key in self._job_keys
+
+    def take_spawned(self) -> list[Operation[Any]]:
+        """The jobs spawned since the last call, for the owner to run."""
+        spawned = list(self._spawned)
+        self._spawned.clear()
+        return spawned
+
+    def _job(
+        self,
+        key: Hashable,
+        name: str,
+        steps: Generator[Any, None, None],
+        *,
+        maintenance: bool = False,
+    ) -> Operation[None]:
+        self._job_keys.add(key)
+        return Operation(name, self._tracked(key, steps), maintenance=maintenance)
+
+    def _tracked(self, key: Hashable, steps: Generator[Any, None, None]) -> Steps[None]:
+        try:
+            yield from steps
+        finally:
+            # done, or dropped (leadership lost): a later job of the same key may run
+            self._job_keys.discard(key)
 
     # -- requests and timers -----------------------------------------------------------------
 
@@ -251,13 +299,29 @@ class QuorumController:
         its broker's session alive, so no broker is fenced because operations are long."""
         if not self.is_active:
             return None
-        answer = steady_heartbeat(self.committed, self.working, request, now_ms, self.sessions)
+        ctx = self._context(now_ms, self.working.provenance.offset)
+        answer = steady_heartbeat(self.committed, self.working, request, ctx, self.sessions)
         if answer is not None:
             return answer
         broker = self.working.broker(request.broker_id)
         if broker is not None and broker.epoch == request.broker_epoch:
             self.sessions.touch(broker.broker_id, now_ms, request.current_metadata_offset)
         return None
+
+    def registration_arrived(
+        self, request: BrokerRegistrationRequest, now_ms: int
+    ) -> BrokerRegistrationResponse | None:
+        """A registration as it arrives: the same incarnation's retry, once the committed
+        image holds its registration, is answered now with that epoch (nothing written,
+        nothing redone); None: it waits for its turn."""
+        if not self.is_active:
+            return None
+        epoch = same_registration(self.committed, self.working, request)
+        if epoch is None:
+            return None
+        broker_id = request.broker_id
+        self.sessions.touch(broker_id, now_ms, self.sessions.metadata_offset(broker_id))
+        return BrokerRegistrationResponse(broker_epoch=epoch)
 
     def heartbeat_in_hand(self, request: BrokerHeartbeatRequest, now_ms: int) -> None:
         """A broker's heartbeat is still unanswered at ``now_ms``: its session is kept alive
@@ -274,25 +338,26 @@ class QuorumController:
         config = self.config
         ctx = self._context(now_ms, next_offset, next_append_offset)
         image, sessions = self.working, self.sessions
-        stale = [b for b in sessions.expired(now_ms, config.broker_session_timeout_ms)
-                 if (broker := image.broker(b)) is not None and not broker.fenced]
-        if stale:
-            return Operation("FenceBroker", fence_stale_brokers_steps(image, ctx, sessions))
+        fencing = any(isinstance(key, tuple) and key[0] == "fence" for key in self._job_keys)
+        stale = None if fencing else stale_broker(image, ctx, sessions)
+        if stale is not None:
+            return self._job(
+                fence_key(stale), "FenceBroker", fence_stale_brokers_steps(image, ctx, sessions)
+            )
         index = self.partitions
         if config.auto_leader_rebalance_enable and now_ms >= self._next_rebalance_ms:
             self._next_rebalance_ms = now_ms + config.leader_imbalance_check_interval_ms
-            if index.imbalanced:
-                return Operation("PreferredLeaderRebalance", _candidate_steps(
-                    image, index.imbalanced, preferred_leader_examiner(image)
-                ))
+            if index.imbalanced and not self.running(_REBALANCE):
+                return self._job(
+                    _REBALANCE, _REBALANCE, preferred_leader_job(ctx, index.imbalanced),
+                    maintenance=True,
+                )
         if now_ms >= self._next_unclean_ms:
             self._next_unclean_ms = now_ms + config.unclean_leader_election_check_interval_ms
-            if index.leaderless:
-                examine = unclean_leader_examiner(
-                    image, unclean_default=config.unclean_leader_election_enable
-                )
-                return Operation(
-                    "UncleanLeaderElection", _candidate_steps(image, index.leaderless, examine)
+            if index.leaderless and not self.running(_UNCLEAN):
+                return self._job(
+                    _UNCLEAN, _UNCLEAN, unclean_leader_job(ctx, index.leaderless),
+                    maintenance=True,
                 )
         return None
 
@@ -313,6 +378,23 @@ class QuorumController:
         except MetadataReplayError as exc:
             raise AssertionError(f"the controller wrote records that do not replay: {exc}") from exc
         self._pending.append(end_offset)
+        holders = partition_holders(records)
+        if holders:
+            self._pending_holders.append((end_offset, holders))
+
+    def may_hold(self, broker_id: int) -> bool | None:
+        """Whether ``broker_id`` may lead a partition or share an ISR in the working image:
+        the committed image's index, plus what this controller's records gave it since.
+        None while the index has not caught up with what was written before this
+        controller's epoch (it knows nothing of that)."""
+        index = self.partitions
+        seen = index.image.provenance.offset
+        if seen < self._activated_at:
+            return None
+        pending = self._pending_holders
+        while pending and pending[0][0] <= seen:
+            pending.popleft()
+        return index.holds_partitions(broker_id) or any(broker_id in b for _, b in pending)
 
     def handle(
         self, request: Any, version: int, *, now_ms: int, next_offset: int
@@ -346,11 +428,17 @@ class QuorumController:
         operation = start(append_offset)
         if operation is None:
             return ControllerResult((), None)
-        while not operation.done:
-            written = operation.step()
-            records += written
+        # the operation to the end, then every job it spawned (and theirs), in order
+        queue = deque([operation])
+        while queue:
+            current = queue.popleft()
+            while not current.done:
+                written = current.step()
+                records += written
+                if self.is_active:
+                    self.appended(written, append_offset())
             if self.is_active:
-                self.appended(written, append_offset())
+                queue.extend(self.take_spawned())
         return ControllerResult(tuple(records), operation.response)
 
     def next_deadline_ms(self) -> int | None:
@@ -375,8 +463,12 @@ class QuorumController:
     ) -> ControllerContext:
         return ControllerContext(
             config=self.config, now_ms=now_ms, next_offset=next_offset, rng=self._rng,
-            next_append_offset=next_append_offset,
+            next_append_offset=next_append_offset, working_image=self._working_image,
+            partitions=self.partitions, background=self, may_hold=self.may_hold,
         )
+
+    def _working_image(self) -> MetadataImage:
+        return self.working
 
 
 def _in_one_slice(command: Command) -> SlicedCommand:
@@ -388,30 +480,14 @@ def _in_one_slice(command: Command) -> SlicedCommand:
     return steps
 
 
-def _candidate_steps(
-    image: MetadataImage, candidates: set[PartitionKey], examine: PartitionExaminer
-) -> Steps[None]:
-    """Examine the candidate partitions (an index of the committed image) in slices, against
-    ``image``, then write what was found."""
-    def entries() -> Iterator[PartitionEntry]:
-        for topic_id, index in sorted(candidates):
-            topic = image.topics_by_id.get(topic_id)
-            partition = None if topic is None else topic.partitions.get(index)
-            if topic is not None and partition is not None:
-                yield topic, index, partition
-
-    found = yield from scan_in_slices(entries(), examine)
-    yield from emit_in_slices(found)
-    return None
-
-
-def note_every_change(index: PartitionIndex, old: MetadataImage, new: MetadataImage) -> None:
-    """Tell ``index`` of every partition ``new`` changed since ``old``, at once."""
-    for topic_id in old.topics_by_id.keys() | new.topics_by_id.keys():
-        before, after = old.topics_by_id.get(topic_id), new.topics_by_id.get(topic_id)
-        if before is after:
-            continue
-        old_parts = EMPTY_PARTITIONS if before is None else before.partitions
-        new_parts = EMPTY_PARTITIONS if after is None else after.partitions
-        for number, _, partition in PartitionMap.of(new_parts).changed_against(old_parts):
-            index.note(topic_id, number, partition)
+def partition_holders(records: Sequence[MetadataRecord]) -> frozenset[int]:
+    """The brokers these records make a leader or put in an ISR beside another replica."""
+    holders: set[int] = set()
+    for record in records:
+        if isinstance(record, PartitionRecord | PartitionChangeRecord):
+            if record.leader >= 0:
+                holders.add(record.leader)
+            isr = record.isr
+            if isr is not None and len(isr) > 1:
+                holders.update(isr)
+    return frozenset(holders)

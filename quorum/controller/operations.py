@@ -20,9 +20,20 @@ aborts it first thing (``AbortTransactionRecord``). Kafka refuses such
 requests instead (POLICY_VIOLATION above 10,000 records); here a CreateTopics
 of 100,000 partitions simply takes about a hundred slices.
 
-Operations run one at a time, in arrival order, so a generator may compute
-its records from the image it started on: nothing else changes the image
-before it ends but its own records.
+Operations run one at a time, so a generator may compute its records from
+the image it started on: nothing else changes the image before it ends (or
+before its next boundary, below) but its own records.
+
+An operation whose records are independent per partition (fencing a broker,
+the elections after a broker returns, a new incarnation's ISR removals, the
+preferred-leader rebalance: Kafka writes such controller-generated results in
+batches without a transaction) may be split into *parts*: it yields a
+``BOUNDARY`` slice after the records of a part (no transaction is open then),
+and its owner may run other operations before it steps it again. A part is
+computed from the working image at its own start (``ControllerContext.
+working_image``), never from what an earlier part saw. Client requests
+(CreateTopics, DeleteTopics, CreatePartitions, ...) have no boundary: they
+stay atomic.
 
 A command that examines its request item by item (DeleteTopics, AlterPartition,
 the config commands) counts its work with a ``SliceBudget``: it pauses (a slice
@@ -45,6 +56,7 @@ from quorum.wire.messages.metadata_records import BeginTransactionRecord, EndTra
 from quorum.wire.metadata_serde import MetadataRecord
 
 __all__ = [
+    "BOUNDARY",
     "RECORDS_PER_SLICE",
     "Operation",
     "Slice",
@@ -76,6 +88,8 @@ class Slice:
     more: bool = False
     # work done: records generated or partitions examined (None: len(records))
     units: int | None = None
+    # the records so far are a complete part: others may run before the next step
+    boundary: bool = False
 
     @property
     def work_units(self) -> int:
@@ -83,6 +97,9 @@ class Slice:
 
 
 Steps = Generator[Slice, None, R]
+
+# where an operation split into parts lets others run (see the module docstring)
+BOUNDARY: Final = Slice(boundary=True)
 
 
 def from_result(compute: Callable[[], ControllerResult[R]]) -> Steps[R]:
@@ -166,27 +183,41 @@ class Operation(Generic[R]):
 
     ``step()`` runs one slice and returns the records to propose now
     (transaction markers included); ``done`` and ``response`` tell when the
-    generator has returned. ``in_transaction`` is True between the begin and
-    the end marker: if the operation is dropped then (leadership lost), the
-    transaction stays open in the log until the next leader aborts it.
+    generator has returned; ``at_boundary`` that the slice just run was a
+    ``BOUNDARY`` (others may run before the next step). ``in_transaction`` is
+    True between the begin and the end marker: if the operation is dropped
+    then (leadership lost), the transaction stays open in the log until the
+    next leader aborts it.
     """
 
-    def __init__(self, name: str, steps: Steps[R]) -> None:
+    def __init__(self, name: str, steps: Steps[R], *, maintenance: bool = False) -> None:
         self.name = name
+        # work that may wait until nothing else does (a rebalance), not a request's or a
+        # broker's departure's
+        self.maintenance = maintenance
         self._steps = steps
         self.done = False
         self.response: R | None = None
         self.in_transaction = False
         self.last_units = 0
         self.records_written = 0  # markers included
+        self.at_boundary = False
 
     def step(self) -> list[MetadataRecord]:
         assert not self.done, f"{self.name} already ended"
         try:
             piece = next(self._steps)
         except StopIteration as stop:
+            self.at_boundary = False
             return self._end(stop.value)
         self.last_units = piece.work_units
+        self.at_boundary = piece.boundary
+        if piece.boundary:
+            # invariant: nobody else writes inside this operation's transaction
+            assert not self.in_transaction and not piece.records, (
+                f"{self.name}: a boundary inside its own transaction"
+            )
+            return []
         out = self._frame(piece)
         self.records_written += len(out)
         # the generator ends at the next step, after these records are appended, so

@@ -9,15 +9,18 @@ never changes state itself: the records do, when replayed.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from typing import Final, Generic, TypeVar
+from collections.abc import Callable, Generator, Hashable
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import attrs
 
+from quorum.controller.image import MetadataImage
+from quorum.controller.partition_index import PartitionIndex
 from quorum.wire.metadata_serde import MetadataRecord
 
 __all__ = [
     "PRODUCER_ID_BLOCK_SIZE",
+    "Background",
     "ControllerConfig",
     "ControllerContext",
     "ControllerResult",
@@ -52,6 +55,20 @@ class ControllerConfig:
     metadata_version_level: int = 21
 
 
+class Background(Protocol):
+    """The controller's operations that run after the one that started them: a command
+    hands over work that need not hold up its answer (a new incarnation's ISR removals,
+    the elections after an unfence) as a job of its own, split into parts."""
+
+    def spawn(self, key: Hashable, name: str, steps: Generator[Any, None, None]) -> None:
+        """Run ``steps`` as an operation of its own later (not if ``key`` runs already)."""
+        ...
+
+    def running(self, key: Hashable) -> bool:
+        """Whether the job ``key`` is queued or running."""
+        ...
+
+
 @attrs.frozen(kw_only=True)
 class ControllerContext:
     """Everything a command may read besides the image."""
@@ -65,6 +82,15 @@ class ControllerContext:
     # where the next record will land now: a command in several slices (maybe with
     # other appends between them) asks when it emits; None: ``next_offset`` holds
     next_append_offset: Callable[[], int] | None = attrs.field(default=None, eq=False)
+    # the working image now: an operation in parts computes each from the image at its
+    # start (None: the image the command got is all there is)
+    working_image: Callable[[], MetadataImage] | None = attrs.field(default=None, eq=False)
+    # the committed image's partition index (candidates of the periodic tasks)
+    partitions: PartitionIndex | None = attrs.field(default=None, eq=False)
+    background: Background | None = attrs.field(default=None, eq=False)
+    # whether a broker may lead a partition or share an ISR in the working image: False
+    # only when surely not, None when not known (yet)
+    may_hold: Callable[[int], bool | None] | None = attrs.field(default=None, eq=False)
 
     def append_offset(self) -> int:
         """The offset the next record appended now will get."""

@@ -16,10 +16,24 @@ follower published holds everything the request wrote or saw (the last
 stable offset: a transaction counts once it ended), so no client ever learns
 of uncommitted metadata. Heartbeats that wait behind a long operation still
 refresh their broker's session on arrival (no fencing by load).
+
+Which operation runs next (``Lane``): whenever the running one ends, or
+reaches a boundary between two of its parts (``partition_jobs``; never
+inside a transaction), a broker's registration or heartbeat goes first
+(small and urgent: a broker waits for it, and its session for the
+heartbeat), then requests (an admin's, a broker's AlterPartition) and jobs
+(a fencing, a departure's removals, the elections after an unfence) take
+turns, so neither starves the other; maintenance (the preferred-leader
+rebalance, the unclean-election scan) only when nothing else waits, as
+Kafka's periodic tasks run when its event queue is idle. A heartbeat or a registration retry that writes nothing
+is answered at once, without a turn; a broker's later heartbeat takes the
+place of its queued one, and a retried registration of the same incarnation
+joins the one queued or running (the work is not redone).
 """
 
 from __future__ import annotations
 
+import enum
 import itertools
 import logging
 from collections import deque
@@ -38,7 +52,10 @@ from quorum.node.metadata_follower import ChangedPartition, MetadataLogFollower,
 from quorum.node.state_machine import Work
 from quorum.raft import Leader, OffsetRange, RaftCore, Ready
 from quorum.wire.error_codes import Errors
-from quorum.wire.messages.broker_lifecycle import BrokerHeartbeatRequest
+from quorum.wire.messages.broker_lifecycle import (
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+)
 from quorum.wire.metadata_serde import MetadataRecord, encode_metadata_record
 
 __all__ = ["ControllerMachine"]
@@ -71,11 +88,20 @@ class _Queued:
 
 @attrs.define
 class _Running:
-    """The operation in progress and the request it answers (None for a timer)."""
+    """The operation in progress and the request it answers (None for a job)."""
 
     operation: Operation[Any]
     queued: _Queued | None
     started_ms: int
+
+
+class Lane(enum.Enum):
+    """Where an operation waits for its turn (the module docstring says the order)."""
+
+    LIFECYCLE = "lifecycle"
+    REQUESTS = "requests"
+    JOBS = "jobs"
+    MAINTENANCE = "maintenance"
 
 
 class ControllerMachine:
@@ -94,10 +120,16 @@ class ControllerMachine:
             on_changes=self._partitions_changed,
         )
         self._answers: deque[_Answer] = deque()
-        self._calls: deque[_Queued] = deque()
-        # broker id -> its heartbeat waiting in ``_calls`` (one at most: brokers resend
+        self._lifecycle: deque[_Queued] = deque()
+        self._requests: deque[_Queued] = deque()
+        self._jobs: deque[_Running] = deque()  # jobs not started, and jobs between parts
+        self._maintenance: deque[_Running] = deque()  # the same, of maintenance
+        self._jobs_turn = False  # whether a job goes before a request at the next turn
+        # broker id -> its heartbeat waiting in ``_lifecycle`` (one at most: brokers resend
         # heartbeats that wait long, and a pile of them must not outgrow the fetches)
         self._heartbeats: dict[int, _Queued] = {}
+        # broker id -> its registration queued or running (a retry joins it)
+        self._registrations: dict[int, _Queued] = {}
         self._running: _Running | None = None
         self._epoch = -1  # the epoch this node leads in while active
         # where the records just computed will land (checked when they are proposed)
@@ -124,19 +156,51 @@ class ControllerMachine:
             return
         request = item.request
         if isinstance(request, BrokerHeartbeatRequest):
-            steady = self.controller.heartbeat_arrived(request, now_ms)
-            if steady is not None:
-                item.reply(steady)  # nothing to write: no need to wait behind anything
-                return
-            waiting = self._heartbeats.get(request.broker_id)
-            if waiting is not None:
-                waiting.superseded.append(waiting.call.reply)
-                waiting.call = item
-                return
-            queued = self._heartbeats[request.broker_id] = _Queued(item, now_ms)
-            self._calls.append(queued)
+            self._heartbeat_call(item, request, now_ms)
+        elif isinstance(request, BrokerRegistrationRequest):
+            self._registration_call(item, request, now_ms)
+        else:
+            self._requests.append(_Queued(item, now_ms))
+
+    def _heartbeat_call(
+        self, item: ControllerCall, request: BrokerHeartbeatRequest, now_ms: int
+    ) -> None:
+        steady = self.controller.heartbeat_arrived(request, now_ms)
+        self._take_spawned(now_ms)  # (a fenced broker that holds partitions starts a job)
+        if steady is not None:
+            item.reply(steady)  # nothing to write: no need to wait behind anything
             return
-        self._calls.append(_Queued(item, now_ms))
+        waiting = self._heartbeats.get(request.broker_id)
+        if waiting is not None:
+            waiting.superseded.append(waiting.call.reply)
+            waiting.call = item
+            return
+        queued = self._heartbeats[request.broker_id] = _Queued(item, now_ms)
+        self._lifecycle.append(queued)
+
+    def _registration_call(
+        self, item: ControllerCall, request: BrokerRegistrationRequest, now_ms: int
+    ) -> None:
+        at_once = self.controller.registration_arrived(request, now_ms)
+        if at_once is not None:
+            item.reply(at_once)  # the same incarnation again: nothing to write or redo
+            return
+        waiting = self._registrations.get(request.broker_id)
+        first = None if waiting is None else waiting.call.request
+        assert first is None or isinstance(first, BrokerRegistrationRequest)
+        if waiting is not None and first is not None and (
+            first.incarnation_id == request.incarnation_id
+        ):
+            waiting.superseded.append(item.reply)  # joins the one queued or running
+            return
+        queued = _Queued(item, now_ms)
+        self._registrations[request.broker_id] = queued
+        self._lifecycle.append(queued)
+
+    @property
+    def running_operation(self) -> Operation[Any] | None:
+        """The operation under way (between two of its slices), if any."""
+        return None if self._running is None else self._running.operation
 
     def proposed(self, offsets: OffsetRange) -> None:
         assert offsets.start == self._expected_offset, (
@@ -151,7 +215,9 @@ class ControllerMachine:
             return self._caught_up_to_epoch()
         if not self.controller.is_active:
             return False
-        if self._running is not None or self._calls:
+        if self._running is not None or self._lifecycle or self._requests or self._jobs or (
+            self._maintenance
+        ):
             return True
         deadline = self.controller.next_deadline_ms()
         return deadline is not None and now_ms >= deadline
@@ -199,11 +265,16 @@ class ControllerMachine:
             return [], None
         operation = running.operation
         records = operation.step()
-        report = SliceReport("controller-op", operation.last_units)
+        report = SliceReport("controller-op", operation.last_units, operation.name)
         payloads = self._stage(records, next_offset)
+        self._take_spawned(now_ms)
         if operation.done:
             self._running = None
             self._finish(running, core, now_ms, next_offset + len(payloads))
+        elif operation.at_boundary:
+            # between two parts: whatever waits may go first (never inside a transaction)
+            self._running = None
+            self._queue_job(running)
         return payloads, report
 
     def _start_next(self, core: RaftCore, now_ms: int, next_offset: int) -> _Running | None:
@@ -214,24 +285,46 @@ class ControllerMachine:
             assert offset is not None, "an operation ran on a node that no longer leads"
             return offset
 
-        if self._calls:
-            queued = self._calls.popleft()
-            item = queued.call
-            if isinstance(item.request, BrokerHeartbeatRequest):
-                del self._heartbeats[item.request.broker_id]
-            operation = controller.start(
-                item.request, item.version, now_ms=now_ms, next_offset=next_offset,
-                next_append_offset=append_offset,
-            )
-            self._running = _Running(operation, queued, now_ms)
-        else:
-            due = controller.due_operation(
-                now_ms, next_offset=next_offset, next_append_offset=append_offset
-            )
-            if due is None:
-                return None
-            self._running = _Running(due, None, now_ms)
+        due = controller.due_operation(
+            now_ms, next_offset=next_offset, next_append_offset=append_offset
+        )
+        if due is not None:
+            self._queue_job(_Running(due, None, now_ms))
+        lane = self._next_lane()
+        if lane is None:
+            return None
+        if lane in (Lane.JOBS, Lane.MAINTENANCE):
+            self._running = (self._jobs if lane is Lane.JOBS else self._maintenance).popleft()
+            return self._running
+        queued = (self._lifecycle if lane is Lane.LIFECYCLE else self._requests).popleft()
+        item = queued.call
+        if isinstance(item.request, BrokerHeartbeatRequest):
+            del self._heartbeats[item.request.broker_id]
+        operation = controller.start(
+            item.request, item.version, now_ms=now_ms, next_offset=next_offset,
+            next_append_offset=append_offset,
+        )
+        self._running = _Running(operation, queued, now_ms)
         return self._running
+
+    def _next_lane(self) -> Lane | None:
+        """Lifecycle first; then requests and jobs take turns (the module docstring)."""
+        if self._lifecycle:
+            return Lane.LIFECYCLE
+        if self._jobs and (self._jobs_turn or not self._requests):
+            self._jobs_turn = False
+            return Lane.JOBS
+        if self._requests:
+            self._jobs_turn = True
+            return Lane.REQUESTS
+        return Lane.MAINTENANCE if self._maintenance else None
+
+    def _queue_job(self, running: _Running) -> None:
+        (self._maintenance if running.operation.maintenance else self._jobs).append(running)
+
+    def _take_spawned(self, now_ms: int) -> None:
+        for job in self.controller.take_spawned():
+            self._queue_job(_Running(job, None, now_ms))
 
     def _stage(self, records: Sequence[MetadataRecord], next_offset: int) -> list[bytes]:
         """Fold records into the working image at the offsets they will get; their bytes."""
@@ -250,6 +343,8 @@ class ControllerMachine:
         if queued is None:
             return
         request = queued.call.request
+        if isinstance(request, BrokerRegistrationRequest):
+            self._registrations.pop(request.broker_id, None)
         if isinstance(request, BrokerHeartbeatRequest):
             # its broker waited for this answer all along: alive until now, however long
             # the operation ran (else the next timer could fence it at once)
@@ -272,7 +367,9 @@ class ControllerMachine:
         """Keep the controller's partition index; log when the leaderless set changed."""
         index = self.controller.partitions
         for change in changes:
-            index.note(change.topic_id, change.index, change.new)
+            index.note(change.topic_id, change.index, change.old, change.new)
+        if last:
+            index.noted_through(publication.new)
         if last and index.leaderless_changes != self._offline_reported_at:
             self._offline_reported_at = index.leaderless_changes
             self._report_offline(publication.new)
@@ -360,6 +457,10 @@ class ControllerMachine:
 
     def _calls_fail(self, text: str) -> None:
         self._heartbeats.clear()
-        while self._calls:
-            queued = self._calls.popleft()
-            queued.reply(error_response(queued.call.request, Errors.NOT_CONTROLLER, text))
+        self._registrations.clear()
+        self._jobs.clear()  # the controller dropped their generators (renounce)
+        self._maintenance.clear()
+        for lane in (self._lifecycle, self._requests):
+            while lane:
+                queued = lane.popleft()
+                queued.reply(error_response(queued.call.request, Errors.NOT_CONTROLLER, text))

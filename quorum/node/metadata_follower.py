@@ -158,6 +158,7 @@ class MetadataLogFollower:
         self._writing: _SnapshotWrite | None = None
         self._built: SnapshotFile | None = None  # for the owner to store
         self._walks: deque[_Walk] = deque()
+        self._walk_turn = False
 
     # -- views ------------------------------------------------------------------------------
 
@@ -201,19 +202,22 @@ class MetadataLogFollower:
         """One bounded slice of whatever is pending (None: nothing was)."""
         if self._snapshot_to_load is not None or self._loading is not None:
             return SliceReport("snapshot-load", self._load_step(core, now_ms))
-        if self._walks:
+        replay_due = self._position < self._committed_end
+        # walks and replay take turns: the walk of a 100,000-partition publication must not
+        # hold back the publication of the small records committed after it (an answer
+        # waits for those), and publications are still walked in their order
+        self._walk_turn = not self._walk_turn or not replay_due
+        if self._walks and self._walk_turn:
             return SliceReport("image-diff", self._walk_step())
-        if self._position < self._committed_end:
+        if replay_due:
             return SliceReport("replay", self._replay_step(core, now_ms))
         if self._writing is not None:
             return SliceReport("snapshot-write", self._write_step(core, now_ms))
         return None
 
     def _walk_step(self) -> int:
-        """Hand the next changed partitions of the oldest unwalked publication to the listener.
-
-        Replay waits while a walk is pending, so publications are walked in order.
-        """
+        """Hand the next changed partitions of the oldest unwalked publication to the listener
+        (publications are walked in their order; replay goes on between walk slices)."""
         walk = self._walks[0]
         chunk: list[ChangedPartition] = []
         last = False
@@ -261,6 +265,7 @@ class MetadataLogFollower:
             cursor = self._cursor = LogBatchCursor(core.log, self.image.provenance.offset)
         units = 0
         size_bytes = 0
+        records = 0
         end = self._committed_end
         while (count := cursor.next_record_count(end)) is not None:
             # whole batches only; a batch larger than a slice (none this code writes) is one
@@ -270,6 +275,7 @@ class MetadataLogFollower:
             assert batch is not None
             self._replay_batch(batch)
             units += max(1, count)
+            records += count
             size_bytes += batch.size_bytes
         if self.transaction_start is None and cursor.position > self.image.provenance.offset:
             self._publish_delta(cursor.position)
@@ -277,7 +283,9 @@ class MetadataLogFollower:
             self._stage(cursor.position)
         # the bytes count inside a transaction too; the snapshot waits for its end, so it
         # holds the transaction (a snapshot of the image before it would soon be stale)
-        reason = self._policy.replayed(size_bytes, now_ms)
+        reason = self._policy.replayed(
+            size_bytes, now_ms, records=records, image_records=self._image_records
+        )
         if reason is not None and self.transaction_start is None and self._writing is None:
             self._start_snapshot(core, reason, now_ms)
         return units
@@ -364,6 +372,12 @@ class MetadataLogFollower:
 
     # -- snapshots written ----------------------------------------------------------------------
 
+    def _image_records(self) -> int:
+        """About how many records a snapshot of the published image holds."""
+        image = self.image
+        return (sum(len(topic.partitions) + 1 for topic in image.topics_by_id.values())
+                + len(image.brokers) + len(image.configs))
+
     def _start_snapshot(
         self, core: RaftCore, reason: SnapshotReason, now_ms: int,
         after: OffsetAndEpoch | None = None,
@@ -391,7 +405,7 @@ class MetadataLogFollower:
         if latest is None or latest.offset < builder.snapshot_id.offset:
             self._built = SnapshotFile(builder.snapshot_id, builder.parts(), writing.reason)
         # what was replayed while this one was built may call for the next already
-        reason = self._policy.replayed(0, now_ms)
+        reason = self._policy.replayed(0, now_ms, image_records=self._image_records)
         if reason is not None and self.transaction_start is None:
             self._start_snapshot(core, reason, now_ms, after=builder.snapshot_id)
         return units

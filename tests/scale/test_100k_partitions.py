@@ -31,12 +31,16 @@ from quorum.wire.messages import CreateTopicsRequest, CreateTopicsRequestTopic
 from tests.integration.checks import StartCluster
 from tests.integration.test_brokers import active_image, broker_states, describe_image
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(1200)
 
 PARTITIONS = 100_000
 # an election after a kill: the fetch timeout (1 s), a pre-vote and a vote, on 2 busy cores
 ELECTION_WINDOW_S = 8.0
-DEADLINE_S = 90.0
+# what a wait may take on a machine three or four times slower than the one behind the
+# figures in docs/ (about 30 s there): a deadline only ends a run that is stuck
+DEADLINE_S = 240.0
+# a broker's controlled shutdown moves 33,000 leaderships and 100,000 ISR places away
+STOP_TIMEOUT_S = 120.0
 
 
 class EpochWatch:
@@ -143,6 +147,17 @@ def every_isr_full(cluster: LocalCluster, replicas: int) -> bool | None:
     return True
 
 
+def unanswered_registrations(cluster: LocalCluster) -> dict[int, float | None]:
+    """Each broker's registrations that timed out, as its /metrics counts them."""
+    key = ('pykraft_broker_lifecycle_requests_unanswered_total'
+           '{request="BrokerRegistration",reason="timeout"}')
+    found: dict[int, float | None] = {}
+    for broker in cluster.broker_ids:
+        samples = metrics_at(cluster.metrics_address(broker))
+        found[broker] = None if samples is None else samples.get(key, 0)
+    return found
+
+
 def test_100k_partitions_survive_controller_and_broker_kills_without_load_elections(
     start_cluster: StartCluster,
 ) -> None:
@@ -174,7 +189,7 @@ def test_100k_partitions_survive_controller_and_broker_kills_without_load_electi
         # replays its log, the brokers register anew
         with watch.restarting():
             for node_id in cluster.broker_ids + cluster.node_ids:
-                cluster.stop(node_id)
+                cluster.stop(node_id, timeout=STOP_TIMEOUT_S)
             for node_id in cluster.node_ids + cluster.broker_ids:
                 cluster.start_node(node_id, wait=False)
             for node_id in cluster.node_ids + cluster.broker_ids:
@@ -182,6 +197,8 @@ def test_100k_partitions_survive_controller_and_broker_kills_without_load_electi
         cluster.wait_for(lambda: all_unfenced(cluster), "every broker unfenced", DEADLINE_S)
         cluster.wait_for(lambda: every_isr_full(cluster, PARTITIONS),
                          "every ISR full after the restart", DEADLINE_S)
+        # no broker gave up on a registration the controller would have answered
+        assert unanswered_registrations(cluster) == dict.fromkeys(cluster.broker_ids, 0)
 
         for _ in range(3):
             leader = cluster.leader()

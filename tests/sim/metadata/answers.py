@@ -114,8 +114,9 @@ class AnswerChecker:
             return
         complaint = "no committed image between those offsets"
         start = answer.arrived_end
-        if isinstance(answer.request, BrokerHeartbeatRequest):
-            # one that changes nothing is answered at once from the published image
+        if isinstance(answer.request, BrokerHeartbeatRequest | BrokerRegistrationRequest):
+            # one that changes nothing (a heartbeat, a registration of the same incarnation
+            # again) is answered at once from the published image
             start = min(start, answer.arrived_published)
         reference, end = self.reference, answer.published_offset
         for index, image in itertools.chain(

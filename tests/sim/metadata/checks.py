@@ -10,6 +10,10 @@ publishes must
 * end at a committed batch boundary outside every transaction (all of a
   transaction's records or none of them are visible);
 * hold no topic that only an aborted transaction created;
+* (the committed log itself) hold inside a transaction only records that the
+  operation which began it wrote (``note_written``: the machines say which
+  operation's step staged what, at which offset and epoch): no operation
+  writes inside another's open transaction;
 * equal the reference image at its offset, hence every other node's image
   there (images up to ``FULL_CHECK_PARTITIONS`` partitions);
 * keep every partition's leader and partition epochs from going back, and
@@ -83,6 +87,9 @@ class MetadataChecks:
         self._open_topics: set[uuid.UUID] = set()
         self._open_names: set[str] = set()
         self.committed_topics: set[str] = set()  # names some committed, unaborted record created
+        # (epoch, offset) -> the operation that staged the record there, as (name, token)
+        self._writers: dict[tuple[int, int], tuple[str, int]] = {}
+        self._window_owner: tuple[str, int] | None = None
         self._digests: dict[int, str] = {}  # offset -> digest of the first image seen there
         self._last: dict[int, MetadataImage] = {}  # node -> its last published image
         self.publications = 0
@@ -105,14 +112,41 @@ class MetadataChecks:
             if batch.header.is_control:
                 self.seen["leader change"] += 1
             else:
+                epoch = batch.header.partition_leader_epoch
                 for item in batch.records:
                     assert item.value is not None
-                    self._note(batch.offset_of(item), decode_metadata_record(item.value))
+                    offset = batch.offset_of(item)
+                    record = decode_metadata_record(item.value)
+                    self._check_owner(offset, epoch, record)
+                    self._note(offset, record)
             reference = self.reference
             if reference is not None and reference.batch_end(
                 batch.header.last_offset + 1, batch.header.partition_leader_epoch
             ) is not None:
                 self.watches.check(reference.images)
+
+    def note_written(self, epoch: int, offset: int, count: int, writer: tuple[str, int]) -> None:
+        """An operation's step staged ``count`` records from ``offset`` in ``epoch``."""
+        for at in range(offset, offset + count):
+            self._writers[(epoch, at)] = writer
+
+    def _check_owner(self, offset: int, epoch: int, record: Any) -> None:
+        writer = self._writers.pop((epoch, offset), None)
+        if isinstance(record, BeginTransactionRecord):
+            self._window_owner = writer
+            return
+        owner = self._window_owner
+        if isinstance(record, EndTransactionRecord | AbortTransactionRecord):
+            self._window_owner = None
+            if isinstance(record, AbortTransactionRecord):
+                return  # the next active controller's, by design
+        open_window = self.windows and self.windows[-1][1] is None
+        if open_window and owner is not None and writer is not None and writer != owner:
+            raise InvariantViolation(
+                f"{writer[0]} (operation {writer[1]}) wrote offset {offset} inside the "
+                f"transaction that {owner[0]} (operation {owner[1]}) began at "
+                f"{self.windows[-1][0]}"
+            )
 
     def _note(self, offset: int, record: Any) -> None:
         self.seen[type(record).__name__] += 1

@@ -3,7 +3,8 @@
 On every published image: topics are whole (TopicRecord and partitions
 0..n-1); per partition the leader is -1 or in the ISR, the ISR is a
 non-empty subset of the replicas; every leader is a registered, unfenced
-broker not in controlled shutdown. Between a node's consecutive images:
+broker (one in controlled shutdown may still lead: its job moves its
+partitions in parts after its mark, as Kafka's order is). Between a node's consecutive images:
 leader and partition epochs never decrease. Across answers: a topic
 acknowledged as created stays until someone asked to delete it; no two
 producer id blocks overlap.
@@ -81,11 +82,13 @@ def check_image(image: MetadataImage, where: str) -> None:
         if p.leader_recovery_state == LeaderRecoveryState.RECOVERING:
             require(len(p.isr) == 1, f"{at}: RECOVERING with more than one ISR member")
         if p.leader != NO_LEADER:
+            # a shutting-down broker leads until its controlled shutdown's job moves its
+            # partitions (in parts, after its mark); a fenced one never
             broker = image.broker(p.leader)
             require(
-                broker is not None and broker.is_active,
+                broker is not None and not broker.fenced,
                 f"{at}: led by broker {p.leader}, which is "
-                f"{'unregistered' if broker is None else 'fenced or shutting down'}",
+                f"{'unregistered' if broker is None else 'fenced'}",
             )
 
 

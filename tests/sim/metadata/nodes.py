@@ -18,7 +18,9 @@ the world's checks (``MetadataChecks``).
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from broker.metadata_machine import BrokerMetadataMachine
@@ -45,7 +47,7 @@ from ..driver import SimNode
 if TYPE_CHECKING:
     from .world import MetadataSimulation
 
-__all__ = ["UNIT_COST_US", "MetadataNode", "RecordingController"]
+__all__ = ["UNIT_COST_US", "MetadataNode", "RecordingController", "RecordingMachine"]
 
 # what one unit of work (a record decoded or generated, a partition examined) costs
 UNIT_COST_US = 10
@@ -83,6 +85,31 @@ class RecordingController(QuorumController):
         return None if entry is None or entry[0] is not request else entry[1]
 
 
+class RecordingMachine(ControllerMachine):
+    """The production machine, telling the checks which operation's step wrote the records
+    it stages (a transaction's records must all be its own operation's)."""
+
+    def __init__(self, controller: QuorumController, node: MetadataNode, **kwargs: Any) -> None:
+        super().__init__(controller, **kwargs)
+        self._node = node
+        self._tokens: dict[int, int] = {}  # id(operation) -> its token on this node
+
+    def _stage(self, records: Sequence[MetadataRecord], next_offset: int) -> list[bytes]:
+        running = self._running
+        if records and running is not None:
+            operation = running.operation
+            token = self._tokens.setdefault(id(operation), next(_TOKENS))
+            epoch = self.controller.epoch
+            assert epoch is not None
+            self._node.sim.checks.note_written(
+                epoch, next_offset, len(records), (operation.name, token)
+            )
+        return super()._stage(records, next_offset)
+
+
+_TOKENS: Final = itertools.count(1)
+
+
 class MetadataNode(SimNode):
     sim: MetadataSimulation
 
@@ -102,7 +129,9 @@ class MetadataNode(SimNode):
             controller = RecordingController(
                 self.sim.controller_config(self.node_id), rng=random.Random(rng.getrandbits(64))
             )
-            self.hook = ControllerMachine(controller, snapshot_max_bytes=self.sim.snapshot_bytes)
+            self.hook = RecordingMachine(
+                controller, self, snapshot_max_bytes=self.sim.snapshot_bytes
+            )
         else:
             self.hook = BrokerMetadataMachine(
                 broker_id=self.node_id, snapshot_max_bytes=self.sim.snapshot_bytes

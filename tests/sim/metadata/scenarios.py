@@ -24,14 +24,31 @@ an active broker in its ISR led.
 from __future__ import annotations
 
 import random
+from typing import Any, Final
 
+import attrs
+
+from quorum.controller.cluster_control import fence_key
 from quorum.controller.digest import image_digest
 from quorum.controller.image import NO_LEADER
+from quorum.controller.operations import RECORDS_PER_SLICE
+from quorum.controller.partition_jobs import PART_UNITS
+from quorum.controller.slicing import MAX_UNITS_PER_SLICE
+from quorum.node.controller_machine import ControllerMachine
 
 from ..committed import InvariantViolation
 from .world import MetadataSimulation, metadata_world
 
-__all__ = ["bulk_100k", "converge", "random_knobs", "random_metadata", "settle_start"]
+__all__ = [
+    "LIFECYCLE_BOUND_SLICES",
+    "LifecycleRun",
+    "bulk_100k",
+    "converge",
+    "lifecycle_100k",
+    "random_knobs",
+    "random_metadata",
+    "settle_start",
+]
 
 START_BOUND_MS = 20_000
 CONVERGE_BOUND_MS = 120_000
@@ -289,3 +306,117 @@ def bulk_100k(seed: int, partitions: int = 100_000) -> MetadataSimulation:
             f"the leadership moved with no kill before it: {unexplained} (kills {watch.kills})"
         )
     return sim
+
+
+# -- lifecycle requests while large operations run --------------------------------------------
+
+BROKERS: Final = 4
+# a part of a job in parts: its examination and its records, in slices of the operation
+PART_SLICES: Final = PART_UNITS // MAX_UNITS_PER_SLICE + -(-PART_UNITS // RECORDS_PER_SLICE)
+# What a broker's registration or heartbeat waits, in slices of the controller that answers
+# it (every bounded step it runs: operation slices, replay of its own batches, walks of what
+# they changed), while a job in parts (a fencing) runs: what is left of the running part,
+# one operation per lifecycle request queued ahead of it (a registration or a heartbeat per
+# broker), its own, and as many steps again for the replay and the walk of what was written
+# meanwhile, until the answer's record is committed and published.
+LIFECYCLE_BOUND_SLICES: Final = 3 * (PART_SLICES + 2 * BROKERS + 1)
+
+
+@attrs.define
+class LifecycleRun:
+    """What ``lifecycle_100k`` measured, for its test to judge."""
+
+    sim: MetadataSimulation
+    creation_slices: int  # the active controller's slices while the creation ran
+    retried_epochs: list[int]  # epochs answered to one incarnation's registration, sent twice
+
+
+def lifecycle_100k(seed: int, partitions: int = 100_000) -> LifecycleRun:
+    """Brokers register and heartbeat while a creation and a fencing of 100,000 partitions
+    run: a broker's new incarnation registers (twice: a retry of the same incarnation)
+    during the creation, another during the fencing, then asks to be unfenced."""
+    rng = random.Random(f"lifecycle/{seed}")
+    sim = MetadataSimulation(
+        f"lifecycle/{seed}", metadata_world(rng, brokers=BROKERS, lossy=False),
+        snapshot_bytes=64 << 20,
+    )
+    settle_start(sim)
+    late = sorted(sim.brokers)[-1]
+    sim.kill_broker(late)
+    if not sim.run_until(lambda: _fenced(sim, late), 60_000):
+        raise InvariantViolation(f"broker {late} was not fenced")
+
+    # the creation: one transaction of about a hundred slices, a registration during it
+    leader = sim.leader()
+    assert leader is not None
+    node = sim.nodes[leader.node_id]
+    machine = node.controller
+    assert machine is not None
+    start = leader.log.log_end_offset
+    sim.admin.create("big", partitions)
+    if not sim.run_until(lambda: _running(machine) == "CreateTopics", 60_000):
+        raise InvariantViolation("the creation did not start")
+    begun = node.slices
+    if not sim.run_until(lambda: leader.log.log_end_offset >= start + partitions // 4, 60_000):
+        raise InvariantViolation("the creation did not get a quarter of the way")
+    epochs: list[int] = []
+    _restart_registering_twice(sim, late, epochs)
+    if not sim.run_until(lambda: _running(machine) != "CreateTopics", 60_000):
+        raise InvariantViolation("the creation did not end")
+    creation_slices = node.slices - begun
+    if not sim.run_until(lambda: not sim.admin.in_flight and _unfenced(sim, late), 60_000):
+        raise InvariantViolation(f"the creation or broker {late}'s return did not complete")
+
+    # a fencing of 100,000 partitions: the late broker leaves again and returns during it
+    silent = sorted(sim.brokers)[0]
+    sim.kill_broker(late)
+    if not sim.run_until(lambda: _fenced(sim, late), 60_000):
+        raise InvariantViolation(f"broker {late} was not fenced again")
+    sim.brokers[silent].stop()
+    if not sim.run_until(lambda: _fencing(sim, silent), 60_000):
+        raise InvariantViolation(f"the fencing of broker {silent} did not start")
+    _restart_registering_twice(sim, late, epochs)
+    if not sim.run_until(lambda: _fenced(sim, silent) and _unfenced(sim, late), 120_000):
+        raise InvariantViolation(f"broker {silent} was not fenced or {late} not back")
+    converge(sim)  # (starts the silent broker's client again)
+    return LifecycleRun(sim, creation_slices, epochs)
+
+
+def _running(machine: ControllerMachine) -> str | None:
+    operation = machine.running_operation
+    return None if operation is None else operation.name
+
+
+def _fencing(sim: MetadataSimulation, broker_id: int) -> bool:
+    active = sim.active_controller()
+    return active is not None and active.controller is not None and (
+        active.controller.controller.running(fence_key(broker_id))
+    )
+
+
+def _fenced(sim: MetadataSimulation, broker_id: int) -> bool:
+    active = sim.active_controller()
+    image = None if active is None else active.published
+    broker = None if image is None else image.broker(broker_id)
+    return broker is not None and broker.fenced
+
+
+def _unfenced(sim: MetadataSimulation, broker_id: int) -> bool:
+    active = sim.active_controller()
+    image = None if active is None else active.published
+    broker = None if image is None else image.broker(broker_id)
+    return broker is not None and broker.is_active
+
+
+def _restart_registering_twice(sim: MetadataSimulation, broker_id: int, epochs: list[int]) -> None:
+    """A new incarnation of ``broker_id``, whose registration is sent again at once, as a
+    client that gave up waiting would (the same request: the same incarnation)."""
+    sim.restart_broker(broker_id)
+    request = sim.brokers[broker_id].broker.registration()
+
+    def retried(response: Any) -> None:
+        if response is not None and response.error_code == 0:
+            epochs.append(response.broker_epoch)
+
+    sim.queue.after(1, f"broker {broker_id} registers again",
+                    lambda: sim.call(broker_id, request, 3, retried))

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import uuid
 from typing import Any
 from unittest import mock
@@ -14,16 +15,17 @@ import attrs
 import pytest
 
 from quorum.controller import controller as controller_module
-from quorum.controller import replication_control
+from quorum.controller import partition_jobs, replication_control
 from quorum.controller.controller import QuorumController
 from quorum.controller.delta import fold_records
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage, Provenance
 from quorum.controller.log_records import LogBatch, MetadataLogError
-from quorum.controller.operations import Slice
+from quorum.controller.operations import Operation, Slice
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE
 from quorum.node.controller_machine import ControllerMachine
 from quorum.node.metadata_follower import MetadataLogFollower
 from quorum.wire.error_codes import Errors
+from quorum.wire.messages.broker_lifecycle import BrokerRegistrationRequest
 from quorum.wire.messages.metadata_records import (
     FeatureLevelRecord,
     PartitionRecord,
@@ -39,14 +41,22 @@ from .image_checks import (
     check_epochs_never_decrease,
     check_image,
 )
-from .scenarios import bulk_100k, random_metadata
+from .scenarios import LIFECYCLE_BOUND_SLICES, bulk_100k, lifecycle_100k, random_metadata
+from .world import MetadataSimulation
 
 TOPIC_ID = uuid.UUID(int=7)
 
 
+@functools.cache
+def _run(seed: int) -> MetadataSimulation:
+    """``random_metadata(seed)``, run once for the tests that only read its outcome (the
+    broken-rule tests run their own, under their patches)."""
+    return random_metadata(seed)
+
+
 @pytest.mark.sim_seeds(12)
 def test_controllers_and_brokers_publish_whole_transactions_through_faults(seed: int) -> None:
-    sim = random_metadata(seed)
+    sim = _run(seed)
     # the checks ran on every publication of every node and on every answer
     assert sim.checks.publications > 50
     assert sim.checks.answers.checked > 50
@@ -55,7 +65,7 @@ def test_controllers_and_brokers_publish_whole_transactions_through_faults(seed:
 
 @pytest.mark.sim_seeds(2)
 def test_the_same_seed_replays_the_same_run(seed: int) -> None:
-    first, second = random_metadata(seed), random_metadata(seed)
+    first, second = _run(seed), random_metadata(seed)
     assert first.trace.digest == second.trace.digest
     assert first.stats == second.stats
 
@@ -64,7 +74,7 @@ def test_the_runs_reach_failovers_fencing_snapshots_and_rejections() -> None:
     """The scenarios the checks are meant for do happen (over a few seeds)."""
     total: collections.Counter[str] = collections.Counter()
     for seed in range(6):
-        sim = random_metadata(seed)
+        sim = _run(seed)
         total.update(sim.stats)
         seen = sim.checks.seen
         total.update({"failover": seen["leader change"] - 1, "fenced": seen["fenced"],
@@ -205,7 +215,7 @@ def test_a_sound_image_passes_the_checks() -> None:
         ((_broker(0), _broker(1), TopicRecord(name="t", topic_id=TOPIC_ID),
           _partition(0, replicas=(0,))), "not a subset"),
         ((_broker(0, fenced=True), _broker(1), TopicRecord(name="t", topic_id=TOPIC_ID),
-          _partition(0)), "fenced"),
+          _partition(0)), "which is fenced"),
         ((_broker(1), TopicRecord(name="t", topic_id=TOPIC_ID), _partition(0)), "unregistered"),
     ],
     ids=["half-created", "leader-outside-isr", "isr-outside-replicas", "fenced-leader",
@@ -249,6 +259,21 @@ def test_an_acknowledged_topic_that_vanishes_without_a_delete_is_caught() -> Non
     deleted.check([created, EMPTY_IMAGE])
 
 
+def test_an_operation_that_writes_inside_another_transaction_is_caught() -> None:
+    """A step that leaves a transaction open counts as a boundary: the machine lets the
+    next operation run then, and its records land inside the transaction."""
+    real = Operation.step
+
+    def step(self: Operation[Any]) -> list[MetadataRecord]:
+        records = real(self)
+        self.at_boundary = self.at_boundary or self.in_transaction
+        return records
+
+    with mock.patch.object(Operation, "step", step):
+        found = _failures(range(6), first_only=True)
+    assert found and "inside the transaction that" in found[0], found
+
+
 def test_a_refusal_that_writes_records_is_caught() -> None:
     original = controller_module.delete_topics_steps
 
@@ -261,3 +286,37 @@ def test_a_refusal_that_writes_records_is_caught() -> None:
     with mock.patch.object(controller_module, "delete_topics_steps", writes_anyway):
         found = _failures(range(4), first_only=True)
     assert found and "refused DeleteTopics" in found[0] and "yet wrote 1 record" in found[0], found
+
+
+@pytest.mark.sim_seeds(1)
+def test_registrations_and_heartbeats_are_answered_within_bounded_slices_of_long_operations(
+    seed: int,
+) -> None:
+    run = lifecycle_100k(seed)
+    sim = run.sim
+    waits = sim.lifecycle_waits
+    during_fencing = [w for w in waits if w.running == "FenceBroker"]
+    during_creation = [w for w in waits if w.running == "CreateTopics"]
+    kinds = {type(w.request).__name__ for w in during_fencing}
+    assert {"BrokerRegistrationRequest", "BrokerHeartbeatRequest"} <= kinds, waits
+    assert any(isinstance(w.request, BrokerRegistrationRequest) for w in during_creation), waits
+    # every answer was checked against the reference images, as every answer is
+    assert sim.checks.answers.checked > 20
+    longest = max(w.slices for w in during_fencing)
+    assert longest <= LIFECYCLE_BOUND_SLICES, (longest, during_fencing)
+    # an atomic creation holds them up for at most the rest of it, then the same bound
+    worst = max(w.slices for w in during_creation)
+    assert worst <= run.creation_slices + LIFECYCLE_BOUND_SLICES, (worst, run.creation_slices)
+    # the retried registration of one incarnation got that incarnation's one epoch twice
+    assert len(run.retried_epochs) == 2 and len(set(run.retried_epochs)) == 2
+    print(f"lifecycle waits in slices: fencing max {longest} (bound "
+          f"{LIFECYCLE_BOUND_SLICES}), creation max {worst} of {run.creation_slices}")
+
+
+def test_a_fencing_without_boundaries_between_its_parts_is_caught() -> None:
+    """The parts of a fencing run back to back (no BOUNDARY): a registration waits for the
+    whole fencing, and the bound catches it (40,000 partitions: ten parts' worth)."""
+    with mock.patch.object(partition_jobs, "BOUNDARY", Slice()):
+        run = lifecycle_100k(0, partitions=40_000)
+    during_fencing = [w for w in run.sim.lifecycle_waits if w.running == "FenceBroker"]
+    assert max(w.slices for w in during_fencing) > LIFECYCLE_BOUND_SLICES

@@ -34,6 +34,10 @@ from quorum.raft.config import RaftConfig
 from quorum.raft.core import RaftCore
 from quorum.raft.output import Ready
 from quorum.wire.error_codes import Errors
+from quorum.wire.messages.broker_lifecycle import (
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+)
 from quorum.wire.messages.topics import DeleteTopicsRequest
 
 from ..network import LinkFaults
@@ -44,9 +48,21 @@ from .checks import MetadataChecks, MetadataInvariants
 from .clients import AdminClient, BrokerClient
 from .nodes import MetadataNode, RecordingController
 
-__all__ = ["MetadataSimulation", "metadata_world"]
+__all__ = ["LifecycleWait", "MetadataSimulation", "metadata_world"]
 
 SESSION_TIMEOUT_MS = 9_000
+
+
+@attrs.frozen
+class LifecycleWait:
+    """A broker's registration or heartbeat, from its arrival at a controller to its answer:
+    how many slices that controller ran meanwhile, and which operation ran at arrival."""
+
+    request: Any
+    response: Any
+    slices: int
+    running: str | None  # the operation running when it arrived (None: none)
+    arrived_ms: int
 
 
 def metadata_world(
@@ -82,6 +98,7 @@ class MetadataSimulation(Simulation):
         self.snapshot_bytes = snapshot_bytes
         self.knobs = knobs or {}  # ControllerConfig fields the seed picked
         self.stats: collections.Counter[str] = collections.Counter()
+        self.lifecycle_waits: list[LifecycleWait] = []
         # node -> the calls delivered to it that its core has not taken yet
         self._unheard: dict[int, dict[int, Callable[[], None]]] = {}
         self._unheard_count = 0
@@ -148,8 +165,10 @@ class MetadataSimulation(Simulation):
         node = self.nodes[target]
         delay = self.network.one_way_ms()
         life = node.incarnation
-        # when the request arrived: the node's log end offset, its published image's, the time
-        arrived = [0, 0, 0]
+        # when the request arrived: the node's log end offset, its published image's, the time,
+        # the node's slices so far
+        arrived = [0, 0, 0, 0]
+        running_at_arrival: list[str | None] = [None]
 
         def counted(response: Any) -> None:
             self.count(request, response)
@@ -161,6 +180,11 @@ class MetadataSimulation(Simulation):
             recorder = None if machine is None else machine.controller
             written = (recorder.records_of(request)
                        if isinstance(recorder, RecordingController) else None)
+            if isinstance(request, BrokerRegistrationRequest | BrokerHeartbeatRequest):
+                self.lifecycle_waits.append(LifecycleWait(
+                    request, response, node.slices - arrived[3], running_at_arrival[0],
+                    arrived[2],
+                ))
             if published is not None:
                 self.checks.answered(node, Answer(
                     node_id=target, request=request, version=version, response=response,
@@ -186,7 +210,10 @@ class MetadataSimulation(Simulation):
                 self._unheard[target].pop(token, None)
                 end = core.next_append_offset
                 published = node.controller.follower.image.provenance.offset
-                arrived[:] = [core.log.log_end_offset if end is None else end, published, now_ms]
+                arrived[:] = [core.log.log_end_offset if end is None else end, published, now_ms,
+                              node.slices]
+                running = node.controller.running_operation
+                running_at_arrival[0] = None if running is None else running.name
                 if isinstance(request, DeleteTopicsRequest):
                     self.checks.watches.delete_requested(request.topic_names, now_ms)
                 node.controller.call(item, core, now_ms)

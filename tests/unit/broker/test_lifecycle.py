@@ -3,6 +3,7 @@ shutdown and the registration timeout, driven by hand with times in milliseconds
 
 from __future__ import annotations
 
+import random
 import uuid
 
 import pytest
@@ -39,7 +40,8 @@ CONFIG = LifecycleConfig(
     session_timeout_ms=2000,
     initial_registration_timeout_ms=10_000,
     request_timeout_ms=5000,
-    controlled_shutdown_timeout_ms=2000,
+    registration_timeout_ms=30_000,
+    controlled_shutdown_timeout_ms=20_000,
 )
 LEADER = 2
 
@@ -161,14 +163,32 @@ def test_controlled_shutdown_heartbeats_until_the_controller_says_shut_down() ->
     assert lifecycle.next_request(2000, 14, LEADER) is None
 
 
-def test_controlled_shutdown_gives_up_after_its_timeout() -> None:
+def test_controlled_shutdown_gives_up_once_no_controller_answered_for_a_session() -> None:
     lifecycle = running(epoch=10)
     lifecycle.begin_shutdown(1000)
     send(lifecycle, 1000, image_offset=11)
     lifecycle.on_failure(1100, "connection refused", LEADER)
-    lifecycle.poll(2999)
-    assert lifecycle.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN
+    # the quorum would fence it by now: waiting longer hands nothing over
     lifecycle.poll(3000)
+    assert lifecycle.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN
+    lifecycle.poll(3001)
+    assert lifecycle.done and lifecycle.shutdown_timed_out
+
+
+def test_controlled_shutdown_waits_while_the_controller_answers_up_to_its_timeout() -> None:
+    lifecycle = running(epoch=10)
+    lifecycle.begin_shutdown(1000)
+    now = 1000
+    # a controller busy moving 100,000 leaderships answers "not yet" for a long while
+    while now < 20_500:
+        out = lifecycle.next_request(now, 11, LEADER)
+        if out is not None:
+            lifecycle.on_response(BrokerHeartbeatResponse(is_caught_up=True), now, LEADER)
+        lifecycle.poll(now)
+        if now < 21_000:
+            assert not lifecycle.done, now
+        now += 100
+    lifecycle.poll(21_000)
     assert lifecycle.done and lifecycle.shutdown_timed_out
 
 
@@ -213,10 +233,10 @@ def test_another_cluster_id_is_a_failure_at_once() -> None:
     assert lifecycle.failure is not None and "another cluster" in lifecycle.failure
 
 
-def test_refusals_back_off_exponentially_up_to_the_heartbeat_interval() -> None:
-    lifecycle = BrokerLifecycle(CONFIG, 0)
+def _refusal_delays(seed: int) -> list[int]:
+    lifecycle = BrokerLifecycle(CONFIG, 0, rng=random.Random(seed))
     now, delays = 0, []
-    for _ in range(5):
+    for _ in range(6):
         send(lifecycle, now)
         lifecycle.on_response(
             BrokerRegistrationResponse(error_code=Errors.DUPLICATE_BROKER_REGISTRATION), now, LEADER
@@ -225,11 +245,26 @@ def test_refusals_back_off_exponentially_up_to_the_heartbeat_interval() -> None:
         assert deadline is not None
         delays.append(deadline - now)
         now = deadline
-    assert delays == [100, 200, 400, 500, 500]
+    return delays
 
 
-def test_the_request_timeout_is_at_most_half_the_session_timeout() -> None:
+def test_refusals_back_off_exponentially_up_to_the_heartbeat_interval_with_jitter() -> None:
+    nominal = [100, 200, 400, 500, 500, 500]
+    runs = [_refusal_delays(seed) for seed in range(20)]
+    for delays in runs:
+        assert all(0.8 * n <= d <= 1.2 * n for d, n in zip(delays, nominal, strict=True)), delays
+    # brokers that failed together do not retry in step
+    assert len({tuple(delays) for delays in runs}) > 10
+
+
+def test_a_heartbeat_waits_at_most_half_a_session_and_a_registration_longer() -> None:
     assert CONFIG.effective_request_timeout_ms == 1000
+    heartbeat = BrokerHeartbeatRequest(broker_id=4, broker_epoch=10, current_metadata_offset=3)
+    assert CONFIG.timeout_ms_for(heartbeat) == 1000
+    lifecycle = BrokerLifecycle(CONFIG, 0)
+    registration = send(lifecycle, 0).request
+    # a registration keeps no session alive: it waits controller.socket.timeout.ms
+    assert CONFIG.timeout_ms_for(registration) == 30_000
 
 
 def test_without_a_known_leader_the_voters_are_tried_in_turn() -> None:
@@ -237,35 +272,61 @@ def test_without_a_known_leader_the_voters_are_tried_in_turn() -> None:
     tried = []
     for _ in range(4):
         tried.append(picker.pick(None))
-        picker.failed(tried[-1], None)
+        picker.unreachable(tried[-1], None)
     assert tried == [1, 2, 3, 1]
 
 
-def test_a_leader_that_fails_twice_in_a_row_is_skipped_until_one_answers() -> None:
+def test_a_leader_whose_connection_fails_twice_in_a_row_is_skipped_until_one_answers() -> None:
     picker = ControllerPicker((1, 2, 3))
     assert picker.pick(2) == 2
-    picker.failed(2, 2)
+    picker.unreachable(2, 2)
     assert picker.pick(2) == 2
-    picker.failed(2, 2)
+    picker.unreachable(2, 2)
     assert picker.pick(2) == 3  # the next voter after the one that failed
     picker.succeeded()
     assert picker.pick(2) == 2
 
 
-def test_not_controller_from_the_leader_counts_towards_rotation() -> None:
+def test_a_new_leader_is_asked_at_once_whatever_failed_before() -> None:
+    picker = ControllerPicker((1, 2, 3))
+    for _ in range(2):
+        assert picker.pick(2) == 2
+        picker.unreachable(2, 2)
+    assert picker.pick(2) == 3
+    assert picker.pick(1) == 1
+
+
+def test_a_busy_leader_that_times_out_or_has_not_claimed_yet_keeps_being_asked() -> None:
+    """The issue's run: the leader answered nothing within the wait, the broker turned to
+    a follower (NOT_CONTROLLER) and back, every few seconds, while the leader had taken
+    its registration. Now it asks the leader until the quorum's leader changes."""
     lifecycle = BrokerLifecycle(CONFIG, 0)
     destinations = []
     now = 0
-    for _ in range(3):
+    for attempt in range(6):
         out = send(lifecycle, now)
         destinations.append(out.destination)
-        lifecycle.on_response(
-            BrokerRegistrationResponse(error_code=Errors.NOT_CONTROLLER), now, LEADER
-        )
+        if attempt % 2:
+            lifecycle.on_failure(now + 1000, "no answer within 1000 ms", LEADER,
+                                 timed_out=True)
+        else:
+            lifecycle.on_response(
+                BrokerRegistrationResponse(error_code=Errors.NOT_CONTROLLER), now, LEADER
+            )
         deadline = lifecycle.next_deadline_ms()
         assert deadline is not None
         now = deadline
-    assert destinations == [2, 2, 3]
+    assert destinations == [LEADER] * 6
+
+
+def test_not_controller_from_a_follower_sends_the_next_request_to_the_known_leader() -> None:
+    picker = ControllerPicker((1, 2, 3))
+    for _ in range(2):
+        assert picker.pick(2) == 2
+        picker.unreachable(2, 2)
+    assert picker.pick(2) == 3
+    picker.not_controller(3, 2)  # voter 3 says someone else leads: the one the broker knows
+    assert picker.pick(2) == 2
 
 
 def test_an_illegal_move_is_refused_with_both_states_named() -> None:

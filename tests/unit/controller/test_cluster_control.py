@@ -108,11 +108,15 @@ def test_new_incarnation_after_session_expiry_gets_a_new_epoch_and_starts_fenced
     offset = cluster.offset
     result = cluster.register(1)
     assert result.response.error_code == 0
-    assert result.response.broker_epoch == offset != old_epoch
-    assert isinstance(result.records[0], RegisterBrokerRecord)
-    broker = cluster.image.brokers[1]
-    assert broker.fenced and broker.epoch == offset
     # the restarted broker may have lost its unflushed tail: it leaves ISR and leadership
+    # first (its old incarnation still leads), and its registration follows at once
+    *moves, registration = result.records
+    assert isinstance(registration, RegisterBrokerRecord)
+    assert moves and all(isinstance(r, PartitionChangeRecord) for r in moves)
+    epoch = offset + len(moves)
+    assert result.response.broker_epoch == epoch != old_epoch
+    broker = cluster.image.brokers[1]
+    assert broker.fenced and broker.epoch == epoch
     partition = cluster.partition("t")
     assert partition.leader == 2 and partition.isr == (2,)
 
@@ -191,11 +195,15 @@ def test_want_fence_fences_the_broker_and_moves_its_leadership_away() -> None:
     cluster.start(1, 2)
     cluster.add_topic("t", [1, 2])
     result = cluster.heartbeat(1, want_fence=True)
-    assert result.response.is_fenced and not result.response.should_shut_down
+    # the answer tells the state when it was given; a fencing job follows (here at once):
+    # the partition changes first, the fence record with the last of them (Kafka's order)
+    assert not result.response.is_fenced and not result.response.should_shut_down
     assert isinstance(result.records[-1], BrokerRegistrationChangeRecord)
     assert result.records[-1].fenced == 1
+    assert isinstance(result.records[0], PartitionChangeRecord)
     partition = cluster.partition("t")
     assert partition.leader == 2 and partition.isr == (2,)
+    assert cluster.heartbeat(1, want_fence=True).response.is_fenced
 
 
 # -- controlled shutdown --
@@ -207,9 +215,12 @@ def test_controlled_shutdown_moves_leadership_then_waits_for_the_other_brokers()
     cluster.add_topic("t", [1, 2], [2, 1])
     first = cluster.heartbeat(1, want_shut_down=True)
     assert not first.response.should_shut_down and not first.response.is_fenced
-    assert first.records[0] == BrokerRegistrationChangeRecord(
+    # the mark first (Kafka's order), then a job moves the leaderships and ISR places
+    mark, *moves = first.records
+    assert mark == BrokerRegistrationChangeRecord(
         broker_id=1, broker_epoch=cluster.image.brokers[1].epoch, in_controlled_shutdown=1
     )
+    assert moves and all(isinstance(r, PartitionChangeRecord) for r in moves)
     assert cluster.image.brokers[1].in_controlled_shutdown
     assert cluster.image.partitions_led_by(1) == []
     assert cluster.partition("t").isr == (2,) and cluster.partition("t", 1).isr == (2,)
@@ -225,14 +236,30 @@ def test_controlled_shutdown_moves_leadership_then_waits_for_the_other_brokers()
     assert cluster.image.brokers[1].fenced
 
 
-def test_broker_that_leads_nothing_shuts_down_at_once() -> None:
+def test_broker_that_holds_nothing_shuts_down_at_once() -> None:
+    cluster = Cluster()
+    cluster.start(1, 2)
+    cluster.add_topic("t", [2])
+    result = cluster.heartbeat(1, want_shut_down=True)
+    assert result.response.should_shut_down and result.response.is_fenced
+    assert result.records == (BrokerRegistrationChangeRecord(
+        broker_id=1, broker_epoch=cluster.image.brokers[1].epoch, fenced=1
+    ),)
+    assert cluster.image.brokers[1].fenced
+
+
+def test_broker_that_shares_isrs_leaves_them_in_a_controlled_shutdown_first() -> None:
     cluster = Cluster()
     cluster.start(1, 2)
     cluster.add_topic("t", [2, 1])
-    result = cluster.heartbeat(1, want_shut_down=True)
-    assert result.response.should_shut_down and result.response.is_fenced
+    first = cluster.heartbeat(1, want_shut_down=True)
+    assert not first.response.should_shut_down and not first.response.is_fenced
+    assert cluster.image.brokers[1].in_controlled_shutdown
+    assert cluster.partition("t").isr == (2,)  # the job that followed took it out
+    cluster.heartbeat(2)  # broker 2 has seen that
+    done = cluster.heartbeat(1, want_shut_down=True)
+    assert done.response.should_shut_down and done.response.is_fenced
     assert cluster.image.brokers[1].fenced
-    assert cluster.partition("t").isr == (2,)
 
 
 def test_fenced_broker_asking_to_shut_down_is_told_to_now_without_records() -> None:

@@ -109,6 +109,8 @@ class Quorum:
     def start(self, *broker_ids: int) -> None:
         for broker_id in broker_ids:
             self.register(broker_id)
+            # a broker asks to be unfenced once it applied its own (committed) registration
+            self.commit()
             assert not self.heartbeat(broker_id).is_fenced
 
 
@@ -242,7 +244,7 @@ def test_deactivate_drops_uncommitted_state() -> None:
     quorum = Quorum()
     quorum.lead()
     quorum.commit()
-    quorum.start(1)
+    quorum.register(1)
     assert 1 in quorum.active.working.brokers and 1 in quorum.active.sessions
     quorum.active.deactivate()
     assert not quorum.active.is_active

@@ -14,7 +14,11 @@ from quorum.controller.digest import image_digest
 from quorum.controller.snapshot import read_snapshot, read_snapshot_records, write_snapshot
 from quorum.log import MemoryLog, OffsetAndEpoch
 from quorum.node.controller_machine import ControllerMachine
-from quorum.node.snapshot_policy import SnapshotPolicy, SnapshotReason
+from quorum.node.snapshot_policy import (
+    MIN_RECORDS_BETWEEN_SNAPSHOTS,
+    SnapshotPolicy,
+    SnapshotReason,
+)
 from quorum.raft import LeaderAndEpoch, OffsetRange, RaftCore, Ready
 from quorum.raft.snapshots import snapshot_timestamp_ms
 from tests.unit.broker.records import append_records, fold, metadata_version, register, topic
@@ -42,6 +46,31 @@ def test_the_interval_makes_one_due_once_records_arrive_after_it() -> None:
     # nothing new replayed: nothing to snapshot, however long it has been
     assert policy.replayed(0, now_ms=60_000) is None
     assert policy.replayed(1, now_ms=60_001) is SnapshotReason.TIME
+
+
+def test_more_records_since_the_last_snapshot_than_the_image_holds_make_one_due() -> None:
+    policy = SnapshotPolicy(max_bytes=10**12, max_interval_ms=0)
+    image_records = 50_000
+    asked: list[int] = []
+
+    def size() -> int:
+        asked.append(1)
+        return image_records
+
+    # below the floor the image's size is not even asked
+    assert policy.replayed(10, 0, records=MIN_RECORDS_BETWEEN_SNAPSHOTS - 1,
+                           image_records=size) is None
+    assert asked == []
+    assert policy.replayed(10, 1, records=image_records - MIN_RECORDS_BETWEEN_SNAPSHOTS,
+                           image_records=size) is None
+    assert policy.replayed(10, 2, records=2, image_records=size) is SnapshotReason.RECORDS
+    policy.reset(now_ms=2)
+    assert policy.records_since == 0
+    # a small image: the floor decides
+    image_records = 10
+    assert policy.replayed(10, 3, records=MIN_RECORDS_BETWEEN_SNAPSHOTS - 1,
+                           image_records=size) is None
+    assert policy.replayed(10, 4, records=1, image_records=size) is SnapshotReason.RECORDS
 
 
 def test_an_interval_of_zero_turns_the_time_rule_off() -> None:
