@@ -145,7 +145,7 @@ def one_run(args: argparse.Namespace, base: Path, wait_s: float) -> ScaleRun:
         ("restart", lambda: after.restart(run, "restart", drop_snapshots=False)),
         ("replay", lambda: after.restart(run, "replay", drop_snapshots=True)),
         ("failover", lambda: failover(run, args.failover_rounds)),
-        ("fullrestart", lambda: full_restart(run, args.partitions)),
+        ("fullrestart", lambda: full_restart(run)),
         ("catchup", lambda: after.broker_catch_up(run)),
     ]
     try:

@@ -89,6 +89,9 @@ def _scalar_rows(args: argparse.Namespace) -> list[tuple[str, str, Format]]:
         ("  ... start -> every broker unfenced (active controller's gauges)",
          "fullrestart.unfenced", _S),
         ("  ... start -> every ISR full (broker processes' gauges)", "fullrestart.isr_full", _S),
+        ("  ... longest single step of a controller's / a broker's event loop meanwhile",
+         "fullrestart.controller_step_ms", _MS),
+        ("", "fullrestart.broker_step_ms", _MS),
         *_lifecycle_rows(),
         ("new broker process from empty: start -> unfenced", "catchup.unfenced", _S),
         ("  ... start -> snapshot loaded (log line)", "catchup.loaded", _S),
@@ -107,7 +110,8 @@ def _lifecycle_rows() -> list[tuple[str, str, Format]]:
                  f"fullrestart.{kind}.{who}.p50_ms", _MS),
                 ("", f"fullrestart.{kind}.{who}.p99_ms", _MS),
                 ("", f"fullrestart.{kind}.{who}.max_ms", _MS),
-                (f"  ... {kind}s without an answer (timed out or connection lost), {who}",
+                (f"  ... {kind}s without an answer (timed out, leader moved or connection "
+                 f"lost), {who}",
                  f"fullrestart.{kind}.{who}.unanswered", _COUNT),
             ]
     return rows

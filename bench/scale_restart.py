@@ -6,14 +6,17 @@ hands over), then all of them started at once, controllers first, as the
 
 * ``fullrestart.claim``: the first "controller active in epoch" line of a
   controller (replayed everything before its epoch and claimed);
-* ``fullrestart.registered``: every broker registered (each broker process's
-  state past STARTING; every simulated broker's lifecycle likewise);
-* ``fullrestart.unfenced``: the active controller's gauges show every broker
-  unfenced;
+* ``fullrestart.registered``: every broker registered (the time of the last
+  broker process's "RECOVERY" log line; every simulated broker's lifecycle
+  past STARTING);
+* ``fullrestart.unfenced``: every broker unfenced (the last "RUNNING" line,
+  once the active controller's gauges show them all);
 * ``fullrestart.isr_full``: every broker process hosts every replica it should
   and leads no under-replicated partition. Only when every broker is a
   process: a simulated broker fetches nothing, so the partitions it follows
-  never fill their ISRs.
+  never fill their ISRs;
+* the longest single step of any controller's and any broker's loop in the
+  phase (every node is a new process: its all-time maximum is the phase's).
 
 The lifecycle's answer times while this runs (``LifecycleTimes``): each
 broker process's own, from its /metrics (it starts with the process, so it
@@ -26,11 +29,12 @@ no answer are counted.
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from collections.abc import Iterable
 
-from bench.scale_phases import ScaleRun, brokers_unfenced, record_slices, wait
+from bench.scale_phases import ScaleRun, brokers_unfenced, leader_sample, record_slices, wait
 from bench.scale_probes import NodeSample, StallWatch, log_times, scrape, scrape_all
 from broker.lifecycle import BrokerState
 
@@ -40,7 +44,7 @@ _KINDS = ("BrokerRegistration", "BrokerHeartbeat")
 _STOP_TIMEOUT_S = 120.0
 
 
-def full_restart(run: ScaleRun, partitions: int) -> None:
+def full_restart(run: ScaleRun) -> None:
     cluster = run.cluster
     brokers = [n for n in run.nodes if n in cluster.broker_ids]
     controllers = [n for n in run.nodes if n in cluster.node_ids]
@@ -58,35 +62,56 @@ def full_restart(run: ScaleRun, partitions: int) -> None:
             cluster.layout[n].log_path, "controller active in epoch", log_from[n])]
         return min(times) if times else None
 
+    def reached(state: str) -> float | None:
+        """When the last broker process logged ``state`` (None: one has not yet); the
+        simulated brokers' states are read at once (no log)."""
+        times = [log_times(cluster.layout[n].log_path, f" {state} (broker epoch", log_from[n])
+                 for n in brokers]
+        if any(not t for t in times):
+            return None
+        wanted = (BrokerState.RECOVERY, BrokerState.RUNNING) if state == "RECOVERY" else (
+            BrokerState.RUNNING,)
+        if any(s not in wanted for s in run.sim.states().values()):
+            return None
+        return max([t[0][0] for t in times], default=time.time())
+
     run.figures["fullrestart.claim"] = wait(claimed, run.wait_s, "a controller's claim") - begun
-    wait(lambda: _registered(run, brokers), run.wait_s, "every broker registered")
-    run.figures["fullrestart.registered"] = time.time() - begun
+    registered = wait(lambda: reached("RECOVERY"), run.wait_s, "every broker registered")
+    run.figures["fullrestart.registered"] = registered - begun
     wait(lambda: brokers_unfenced(run, run.brokers), run.wait_s, "every broker unfenced")
-    run.figures["fullrestart.unfenced"] = time.time() - begun
+    run.figures["fullrestart.unfenced"] = (reached("RUNNING") or time.time()) - begun
     if run.sim.ids:
         run.notes.append("full restart: every ISR full not measured: simulated brokers fetch "
                          "nothing, so the partitions they follow never fill their ISRs")
     elif brokers:
-        replicas = partitions * 3 // len(brokers)  # RF 3, spread evenly
-        wait(lambda: _isrs_full(run, brokers, replicas), run.wait_s, "every ISR full")
+        wait(lambda: _isrs_full(run, brokers), run.wait_s, "every ISR full")
         run.figures["fullrestart.isr_full"] = time.time() - begun
     samples = scrape_all(cluster, run.nodes)
     run.stalls["fullrestart"] = watch.end(samples)
+    # every node is a new process: its all-time longest step is the phase's
+    steps = {n: _longest_step(s) for n, s in samples.items() if s is not None}
+    for node, (ms, _) in steps.items():
+        run.node_figure("fullrestart.max_step_ms", node, ms)
+    for role, nodes in (("controller", controllers), ("broker", brokers)):
+        found = [(ms, work, n) for n, (ms, work) in steps.items() if n in nodes]
+        if found:
+            ms, work, node = max(found)
+            run.figures[f"fullrestart.{role}_step_ms"] = ms
+            run.notes.append(f"full restart: the longest step of a {role} was {ms:.0f} ms on "
+                             f"node {node}" + (f" ({work})" if work else ""))
     record_slices(run, "fullrestart", samples)
     _lifecycle_figures(run, [samples.get(n) for n in brokers], begun)
     run.record_rss("fullrestart")
 
 
-def _registered(run: ScaleRun, brokers: list[int]) -> bool:
-    for node in brokers:
-        sample = scrape(run.cluster, node)
-        state = None if sample is None else sample.raw.get("kafka_server_broker_state")
-        if state is None or state <= BrokerState.STARTING:
-            return False
-    return all(s is not BrokerState.STARTING for s in run.sim.states().values())
-
-
-def _isrs_full(run: ScaleRun, brokers: list[int], replicas: int) -> bool:
+def _isrs_full(run: ScaleRun, brokers: list[int]) -> bool:
+    """Every broker hosts its share of every partition's three replicas (every broker a
+    process: each hosts RF x partitions / brokers) and leads none under-replicated."""
+    leader = leader_sample(run)
+    total = None if leader is None else leader.raw.get("kafka_controller_global_partition_count")
+    if total is None:
+        return False
+    replicas = int(total) * 3 // len(brokers)
     for node in brokers:
         sample = scrape(run.cluster, node)
         if sample is None or sample.raw.get(
@@ -130,3 +155,13 @@ def _lifecycle_figures(
             run.figures[f"fullrestart.{kind}.simulated.count"] = len(ordered)
         if run.sim.ids:
             run.figures[f"fullrestart.{kind}.simulated.unanswered"] = run.sim.unanswered(kind)
+
+
+def _longest_step(sample: NodeSample) -> tuple[float, str]:
+    """A node's longest step since it started, and the work it names."""
+    prefix = 'pykraft_event_loop_max_step_ms{window="all"'
+    for key, value in sample.raw.items():
+        if key.startswith(prefix):
+            found = re.search(r'work="([^"]*)"', key)
+            return value, "" if found is None else found.group(1)
+    return 0.0, ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Protocol
 
@@ -45,6 +46,10 @@ from quorum.wire.messages import (
 )
 
 __all__ = ["ISR_CHECK_SLICE", "LogDirectory", "ReplicaCore"]
+
+# partitions of one fetch answer a step applies (up to 1,000 come in one: at 130 us each on
+# a loaded machine the whole answer held a broker's loop 390 ms); the rest in later steps
+FETCH_APPLY_SLICE = 250
 
 # led partitions whose ISR one poll checks (a broker may lead 30,000): a check costs
 # 50-200 us in Python (a profile after a full restart at 100,000 partitions), and 2,000
@@ -87,6 +92,8 @@ class ReplicaCore:
         )
         self._request_ids = itertools.count(1)
         self.fetchers: dict[int, ReplicaFetcher] = {}
+        # source broker -> (its fetcher, the answer's partitions still to apply)
+        self._applying: dict[int, tuple[ReplicaFetcher, deque[FetchedPartition]]] = {}
         self.producing = Producing(self.partitions.by_name, self.partitions.get)
         self.deleting = Deleting(self.partitions.by_name, self.partitions.get, lambda: self._image)
         self.serving = Serving(
@@ -171,12 +178,41 @@ class ReplicaCore:
     def handle_fetch_response(
         self, source: int, request_id: int, response: FetchResponse, now_ms: int
     ) -> ReplicaOutput:
+        """A fetch answer: its first ``FETCH_APPLY_SLICE`` partitions applied now, the rest
+        by ``continue_fetch_response`` (the output's ``fetch_answers_left`` says so); the
+        fetcher sends no next request until all are applied."""
         outbox = Outbox()
         fetcher = self.fetchers.get(source)
         if fetcher is not None:
-            for fetched in fetcher.handle_response(request_id, response, now_ms):
+            fetched = fetcher.handle_response(request_id, response, now_ms)
+            if fetched:
+                fetcher.hold()
+                self._applying[source] = (fetcher, deque(fetched))
+                self._apply_fetched_slice(source, now_ms, outbox)
+        return self._finish(now_ms, outbox, answers_left=source in self._applying)
+
+    def continue_fetch_response(self, source: int, now_ms: int) -> ReplicaOutput:
+        """The next slice of an answer ``handle_fetch_response`` began to apply."""
+        outbox = Outbox()
+        self._apply_fetched_slice(source, now_ms, outbox)
+        return self._finish(now_ms, outbox, answers_left=source in self._applying)
+
+    def _apply_fetched_slice(self, source: int, now_ms: int, outbox: Outbox) -> None:
+        pending = self._applying.get(source)
+        if pending is None:
+            return
+        fetcher, left = pending
+        if self.fetchers.get(source) is not fetcher:
+            del self._applying[source]  # the link was dropped meanwhile: nothing to apply
+            return
+        for _ in range(min(FETCH_APPLY_SLICE, len(left))):
+            fetched = left.popleft()
+            # between two slices the image may have moved the partition on
+            if fetcher.still_current(fetched, now_ms):
                 self._apply_fetched(fetcher, fetched, now_ms, outbox)
-        return self._finish(now_ms, outbox)
+        if not left:
+            del self._applying[source]
+            fetcher.release()
 
     def fetch_failed(self, source: int, request_id: int, now_ms: int) -> ReplicaOutput:
         fetcher = self.fetchers.get(source)
@@ -401,7 +437,9 @@ class ReplicaCore:
 
     # -- the output ----------------------------------------------------------------------
 
-    def _finish(self, now_ms: int, outbox: Outbox) -> ReplicaOutput:
+    def _finish(
+        self, now_ms: int, outbox: Outbox, *, answers_left: bool = False
+    ) -> ReplicaOutput:
         for key, change in outbox.isr_changes:
             partition = self.partitions.get(key)
             if partition is not None and not self.alter_partitions.submit(key, change):
@@ -429,6 +467,7 @@ class ReplicaCore:
             delete_records_answers=tuple(outbox.delete_records_answers),
             high_watermarks_moved=tuple(outbox.high_watermarks_moved),
             next_deadline_ms=self._next_deadline_ms(now_ms),
+            fetch_answers_left=tuple(self._applying) if answers_left else (),
         )
 
     def _next_deadline_ms(self, now_ms: int) -> int | None:

@@ -12,7 +12,10 @@ The driver handles one ``ReplicaOutput`` completely before the next input:
    ``delete_records_answers`` on the
    connection its ``handle`` names (an acks=0 produce never gets one);
 4. call ``poll`` at ``next_deadline_ms`` at the latest (purgatory
-   deadlines, the ISR check, fetch backoffs, AlterPartition retries).
+   deadlines, the ISR check, fetch backoffs, AlterPartition retries);
+5. for each source broker in ``fetch_answers_left``, call
+   ``continue_fetch_response`` once, as a step of its own (after its other
+   tasks had a turn): a large answer is applied a slice at a time.
 
 ``high_watermarks_moved`` lists partitions whose high watermark moved, for
 the driver's periodic checkpoint and its metrics. The log was written before
@@ -89,6 +92,8 @@ class ReplicaOutput:
     delete_records_answers: tuple[DeleteRecordsAnswer, ...] = ()
     high_watermarks_moved: tuple[PartitionKey, ...] = ()
     next_deadline_ms: int | None = None
+    # source brokers whose fetch answer has partitions left to apply
+    fetch_answers_left: tuple[int, ...] = ()
 
 
 @attrs.define

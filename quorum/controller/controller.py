@@ -129,7 +129,7 @@ class QuorumController:
         # (end offset, brokers given a leadership or a shared ISR place) of this
         # controller's records the partition index has not seen yet
         self._pending_holders: deque[tuple[int, frozenset[int]]] = deque()
-        self._activated_at = 0  # the first offset this controller wrote in its epoch
+        self._activated_at = 0  # the committed image's offset when this controller activated
         sessions = self.sessions
         self._commands: dict[type, SlicedCommand] = {
             **{kind: _in_one_slice(command) for kind, command in _IMAGE_COMMANDS.items()},
@@ -206,7 +206,8 @@ class QuorumController:
         self.working = self.committed
         self._pending.clear()
         self._pending_holders.clear()
-        self._activated_at = next_offset
+        # the partition index must have seen every change up to the image it starts from
+        self._activated_at = self.committed.provenance.offset
         # every registered broker gets a full session with the new controller (Kafka)
         self.sessions.reset(self.committed.brokers, now_ms)
         self._next_rebalance_ms = now_ms + self.config.leader_imbalance_check_interval_ms

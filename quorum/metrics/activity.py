@@ -86,6 +86,10 @@ class EventTimesSummary:
 class ActivitySnapshot:
     max_stall_ms_1m: float
     max_stall_ms: float
+    # the longest single step of one task (a turn may run several), and what it was doing
+    max_step_ms_1m: float = 0.0
+    max_step_ms: float = 0.0
+    max_step_work: str = ""
     slices: Mapping[str, SliceSummary]  # by kind, in name order
     event_queue_time: EventTimesSummary
     event_processing_time: EventTimesSummary
@@ -151,12 +155,21 @@ class NodeActivity:
         self.unit_bound = unit_bound
         self.slice_warn_ms = slice_warn_ms
         self._stalls = WindowMax(_WINDOW_S)
+        self._steps = WindowMax(_WINDOW_S)
+        self._longest_step_work = ""
         self._slices: dict[str, _SliceStats] = {}
         self._slice_warnings = WarningGate(warn_interval_s)
         self._queue_times = EventTimes(reservoir_size)
         self._processing_times = EventTimes(reservoir_size)
         self._applied = WindowSum(_RATE_WINDOW_S)
         self.image_size: ImageSize | None = None
+
+    def record_step(self, seconds: float, now_s: float, work: str | None = None) -> None:
+        """The longest step of one task in a turn of the loop took ``seconds`` (``work``:
+        what the loop monitor knows it was doing)."""
+        if seconds > self._steps.all_time:
+            self._longest_step_work = work or ""
+        self._steps.record(seconds, now_s)
 
     def record_stall(self, seconds: float, now_s: float) -> None:
         """The thread went ``seconds`` without serving I/O (one turn of the loop)."""
@@ -192,6 +205,9 @@ class NodeActivity:
         return ActivitySnapshot(
             max_stall_ms_1m=self._stalls.current(now_s) * 1000,
             max_stall_ms=self._stalls.all_time * 1000,
+            max_step_ms_1m=self._steps.current(now_s) * 1000,
+            max_step_ms=self._steps.all_time * 1000,
+            max_step_work=self._longest_step_work,
             slices={kind: self._slices[kind].summary(now_s) for kind in sorted(self._slices)},
             event_queue_time=self._queue_times.summary(now_s),
             event_processing_time=self._processing_times.summary(now_s),

@@ -31,6 +31,12 @@ def activity_families(activity: ActivitySnapshot) -> list[Family]:
         Family("pykraft_event_loop_max_stall_ms",
                "Longest time the node's trio thread went without serving I/O.",
                _windowed(activity.max_stall_ms_1m, activity.max_stall_ms)),
+        Family("pykraft_event_loop_max_step_ms",
+               "Longest single step of one task on the node's trio thread (a turn of the "
+               "loop may run several); the all-time one says what it was doing.",
+               (Sample({"window": "1m"}, activity.max_step_ms_1m),
+                Sample({"window": "all", "work": activity.max_step_work},
+                       activity.max_step_ms))),
         *_slice_families(activity.slices),
         Family("pykraft_metadata_records_applied_total",
                "Records applied to this node's metadata image.",

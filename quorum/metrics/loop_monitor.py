@@ -71,7 +71,7 @@ class LoopMonitor(trio.abc.Instrument):
             self._longest_step = step
             self._longest_task = task
             # formatted now: the noted work's details do not outlive the step
-            self._longest_work = STEP_WORK.describe() if step > self._stall_warn_s / 4 else None
+            self._longest_work = STEP_WORK.describe() if step > self._stall_warn_s / 8 else None
 
     def before_io_wait(self, timeout: float) -> None:
         start = self._turn_start
@@ -80,6 +80,7 @@ class LoopMonitor(trio.abc.Instrument):
         stall = time.perf_counter() - start
         now_s = trio.current_time()
         self._activity.record_stall(stall, now_s)
+        self._activity.record_step(self._longest_step, now_s, self._longest_work)
         if stall > self._stall_warn_s:
             self._warn(stall, now_s)
         self._longest_task = None  # a finished task is not kept alive until the next turn

@@ -421,12 +421,14 @@ class ControllerMachine:
             self._epoch_start = state.epoch_start_offset
 
     def _caught_up_to_epoch(self) -> bool:
-        """Everything before this epoch is replayed (Kafka's claim rule).
+        """Everything before this epoch is replayed (Kafka's claim rule), and every image
+        published so far walked into the partition index (a controller that claimed
+        before would not know which brokers still hold partitions, and would scan).
 
         Replayed, not published: a transaction left open before the epoch is
         aborted by the activation, which needs to know of it.
         """
-        return self.follower.replayed_offset > self._epoch_start
+        return self.follower.replayed_offset > self._epoch_start and not self.follower.walking
 
     def _activate(self, core: RaftCore, now_ms: int, next_offset: int) -> list[bytes]:
         self._claim = False

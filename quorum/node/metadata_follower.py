@@ -174,6 +174,11 @@ class MetadataLogFollower:
         return self.image.provenance.offset
 
     @property
+    def walking(self) -> bool:
+        """Whether a published image's changes are still being walked."""
+        return bool(self._walks)
+
+    @property
     def committed_end(self) -> int:
         return self._committed_end
 

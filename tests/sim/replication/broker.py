@@ -205,6 +205,8 @@ class SimBroker:
             sim.answer(self.node_id, answer.handle, answer.response)
         for fetch_answer in output.fetch_answers:
             sim.answer(self.node_id, fetch_answer.handle, fetch_answer.response)
+        for source in output.fetch_answers_left:  # a large answer: its next slice as an input
+            self._continue_later(source)
         deadline = output.next_deadline_ms
         if deadline is not None and (self._poll_at is None or deadline < self._poll_at
                                      or self._poll_at <= sim.now_ms):
@@ -218,6 +220,16 @@ class SimBroker:
 
             sim.queue.at(deadline, f"{self.node_id} poll",
                          lambda: self.feed("poll", poll, alive))
+
+    def _continue_later(self, source: int) -> None:
+        alive = self.life()
+
+        def step() -> None:
+            if self.core is not None:
+                self.perform(self.core.continue_fetch_response(source, self.sim.now_ms))
+
+        self.sim.queue.after(0, f"{self.node_id} fetch answer from {source}, more",
+                             lambda: self.feed("fetch answer, more", step, alive))
 
     def _checkpoint(self) -> None:
         if self.core is not None:

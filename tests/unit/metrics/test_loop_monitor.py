@@ -97,10 +97,14 @@ async def test_the_warning_names_the_work_noted_in_the_longest_step(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger=MONITOR_LOGGER)
-    with monitor_loop(NodeActivity(), stall_warn_ms=50.0):
+    activity = NodeActivity()
+    with monitor_loop(activity, stall_warn_ms=50.0):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(labelled_step, 0.001, "replay", None, name="small")
             nursery.start_soon(labelled_step, 0.07, "controller-op", "CreateTopics", name="core")
+    # the longest step is kept with its work (what /metrics shows)
+    snapshot = activity.snapshot(trio.current_time())
+    assert snapshot.max_step_ms >= 70 and "controller-op CreateTopics" in snapshot.max_step_work
     [line] = [r.getMessage() for r in caplog.records]
     assert "in task 'core'" in line
     # the longest noted work of that step, with its share of the step
