@@ -34,6 +34,7 @@ from broker.replica_manager import (
 from quorum.controller.image import MetadataImage
 from quorum.node.inputs import ControllerCall
 from quorum.node.metadata_follower import ChangedPartition, MetadataLogFollower, Publication
+from quorum.node.snapshot_policy import MIN_RECORDS_BETWEEN_SNAPSHOTS
 from quorum.node.state_machine import Work
 from quorum.raft import OffsetRange, RaftCore, Ready
 
@@ -53,12 +54,14 @@ class BrokerMetadataMachine:
         replica_manager: ReplicaManager | None = None,
         snapshot_max_bytes: int = 20 * 1024 * 1024,
         snapshot_max_interval_ms: int = 3_600_000,
+        snapshot_min_records: int | None = MIN_RECORDS_BETWEEN_SNAPSHOTS,
     ) -> None:
         self.broker_id = broker_id
         self._replica_manager = replica_manager
         self.follower = MetadataLogFollower(
             snapshot_max_bytes=snapshot_max_bytes,
             snapshot_max_interval_ms=snapshot_max_interval_ms,
+            snapshot_min_records=snapshot_min_records,
             on_changes=self._partitions_changed,
         )
         self._image = self.follower.image  # the last image whose changes were walked

@@ -49,6 +49,7 @@ from quorum.controller.operations import Operation
 from quorum.controller.slicing import SliceReport
 from quorum.node.inputs import ControllerCall
 from quorum.node.metadata_follower import ChangedPartition, MetadataLogFollower, Publication
+from quorum.node.snapshot_policy import MIN_RECORDS_BETWEEN_SNAPSHOTS
 from quorum.node.state_machine import Work
 from quorum.raft import Leader, OffsetRange, RaftCore, Ready
 from quorum.wire.error_codes import Errors
@@ -111,11 +112,13 @@ class ControllerMachine:
         *,
         snapshot_max_bytes: int = 20 * 1024 * 1024,
         snapshot_max_interval_ms: int = 3_600_000,
+        snapshot_min_records: int | None = MIN_RECORDS_BETWEEN_SNAPSHOTS,
     ) -> None:
         self.controller = controller
         self.follower = MetadataLogFollower(
             snapshot_max_bytes=snapshot_max_bytes,
             snapshot_max_interval_ms=snapshot_max_interval_ms,
+            snapshot_min_records=snapshot_min_records,
             on_publish=self._published,
             on_changes=self._partitions_changed,
         )

@@ -49,7 +49,12 @@ from quorum.controller.partition_map import EMPTY_PARTITIONS, PartitionMap
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE, SliceReport
 from quorum.controller.snapshot import SnapshotBuilder, SnapshotReader
 from quorum.log import OffsetAndEpoch
-from quorum.node.snapshot_policy import SnapshotPolicy, SnapshotReason, snapshot_reason_text
+from quorum.node.snapshot_policy import (
+    MIN_RECORDS_BETWEEN_SNAPSHOTS,
+    SnapshotPolicy,
+    SnapshotReason,
+    snapshot_reason_text,
+)
 from quorum.raft import RaftCore, Ready
 from quorum.raft.snapshots import snapshot_timestamp_ms
 from quorum.wire.messages.metadata_records import (
@@ -131,6 +136,7 @@ class MetadataLogFollower:
         *,
         snapshot_max_bytes: int = 20 * 1024 * 1024,
         snapshot_max_interval_ms: int = 3_600_000,
+        snapshot_min_records: int | None = MIN_RECORDS_BETWEEN_SNAPSHOTS,
         slice_units: int = MAX_UNITS_PER_SLICE,
         on_publish: PublishListener | None = None,
         on_changes: ChangesListener | None = None,
@@ -153,7 +159,8 @@ class MetadataLogFollower:
         self._snapshot_to_load: OffsetAndEpoch | None = None
         self._loading: SnapshotReader | None = None
         self._policy = SnapshotPolicy(
-            max_bytes=snapshot_max_bytes, max_interval_ms=snapshot_max_interval_ms
+            max_bytes=snapshot_max_bytes, max_interval_ms=snapshot_max_interval_ms,
+            min_records=snapshot_min_records,
         )
         self._writing: _SnapshotWrite | None = None
         self._built: SnapshotFile | None = None  # for the owner to store

@@ -61,10 +61,17 @@ def snapshot_reason_text(reason: SnapshotReason) -> str:
 
 
 class SnapshotPolicy:
-    def __init__(self, *, max_bytes: int, max_interval_ms: int) -> None:
+    def __init__(
+        self,
+        *,
+        max_bytes: int,
+        max_interval_ms: int,
+        min_records: int | None = MIN_RECORDS_BETWEEN_SNAPSHOTS,
+    ) -> None:
         assert max_bytes > 0 and max_interval_ms >= 0, (max_bytes, max_interval_ms)
         self.max_bytes = max_bytes
         self.max_interval_ms = max_interval_ms
+        self.min_records = min_records  # the records rule's floor (None: the rule is off)
         self.bytes_since = 0  # replayed since the last snapshot
         self.records_since = 0
         self._last_ms: int | None = None  # the last snapshot, or the first replay
@@ -86,7 +93,8 @@ class SnapshotPolicy:
         self.records_since += records
         if self.bytes_since >= self.max_bytes:
             return SnapshotReason.BYTES
-        if (image_records is not None and self.records_since >= MIN_RECORDS_BETWEEN_SNAPSHOTS
+        floor = self.min_records
+        if (image_records is not None and floor is not None and self.records_since >= floor
                 and self.records_since > image_records()):
             return SnapshotReason.RECORDS
         if (self.max_interval_ms > 0 and self.bytes_since > 0

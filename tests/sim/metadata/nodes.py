@@ -130,11 +130,13 @@ class MetadataNode(SimNode):
                 self.sim.controller_config(self.node_id), rng=random.Random(rng.getrandbits(64))
             )
             self.hook = RecordingMachine(
-                controller, self, snapshot_max_bytes=self.sim.snapshot_bytes
+                controller, self, snapshot_max_bytes=self.sim.snapshot_bytes,
+                snapshot_min_records=self.sim.snapshot_min_records,
             )
         else:
             self.hook = BrokerMetadataMachine(
-                broker_id=self.node_id, snapshot_max_bytes=self.sim.snapshot_bytes
+                broker_id=self.node_id, snapshot_max_bytes=self.sim.snapshot_bytes,
+                snapshot_min_records=self.sim.snapshot_min_records,
             )
         self.cpu_busy = False
         self._work_at = None

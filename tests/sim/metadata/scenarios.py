@@ -248,16 +248,9 @@ def bulk_100k(seed: int, partitions: int = 100_000) -> MetadataSimulation:
     sim = MetadataSimulation(
         f"bulk/{seed}", metadata_world(rng, lossy=False), snapshot_bytes=64 << 20,
         reference=False,  # a fold after every batch of a 100,000-partition transaction
+        snapshot_by_records=False,
     )
-    watch = EpochWatch(sim)
-    original_step = sim.step
-
-    def step() -> bool:
-        stepped = original_step()
-        watch.look()
-        return stepped
-
-    sim.step = step  # type: ignore[method-assign]
+    watch = _watch_epochs(sim)
     settle_start(sim)
 
     # the creation, and a kill of the active controller half-way through its transaction
@@ -334,12 +327,16 @@ class LifecycleRun:
 def lifecycle_100k(seed: int, partitions: int = 100_000) -> LifecycleRun:
     """Brokers register and heartbeat while a creation and a fencing of 100,000 partitions
     run: a broker's new incarnation registers (twice: a retry of the same incarnation)
-    during the creation, another during the fencing, then asks to be unfenced."""
+    during the creation, another during the fencing, then asks to be unfenced. Then the
+    active controller dies while a part of the fencing is being written (a transaction
+    open): the next one aborts it and fences the silent broker itself. Every epoch change
+    must follow a kill: load alone never moves the leadership."""
     rng = random.Random(f"lifecycle/{seed}")
     sim = MetadataSimulation(
         f"lifecycle/{seed}", metadata_world(rng, brokers=BROKERS, lossy=False),
-        snapshot_bytes=64 << 20,
+        snapshot_bytes=64 << 20, snapshot_by_records=False,
     )
+    watch = _watch_epochs(sim)
     settle_start(sim)
     late = sorted(sim.brokers)[-1]
     sim.kill_broker(late)
@@ -376,10 +373,48 @@ def lifecycle_100k(seed: int, partitions: int = 100_000) -> LifecycleRun:
     if not sim.run_until(lambda: _fencing(sim, silent), 60_000):
         raise InvariantViolation(f"the fencing of broker {silent} did not start")
     _restart_registering_twice(sim, late, epochs)
+    if not sim.run_until(lambda: _unfenced(sim, late) or not _fencing(sim, silent), 120_000):
+        raise InvariantViolation(f"broker {late} did not come back")
+
+    # the active controller dies inside a part of the fencing: its successor aborts the
+    # open transaction and, once the silent broker's new session ran out, fences it again
+    if _fencing(sim, silent) and sim.run_until(
+        lambda: _writing_a_part(machine) or not _fencing(sim, silent), 60_000
+    ) and _writing_a_part(machine):
+        watch.kill(leader.node_id)
+        sim.queue.after(2_000, "restart the old leader",
+                        lambda: _start_if_down(sim, leader.node_id))
     if not sim.run_until(lambda: _fenced(sim, silent) and _unfenced(sim, late), 120_000):
         raise InvariantViolation(f"broker {silent} was not fenced or {late} not back")
     converge(sim)  # (starts the silent broker's client again)
+    unexplained = watch.unexplained()
+    if unexplained:
+        raise InvariantViolation(
+            f"the leadership moved with no kill before it: {unexplained} (kills {watch.kills})"
+        )
     return LifecycleRun(sim, creation_slices, epochs)
+
+
+def _watch_epochs(sim: MetadataSimulation) -> EpochWatch:
+    """An ``EpochWatch`` that looks after every event of ``sim``."""
+    watch = EpochWatch(sim)
+    original_step = sim.step
+
+    def step() -> bool:
+        stepped = original_step()
+        watch.look()
+        return stepped
+
+    sim.step = step  # type: ignore[method-assign]
+    return watch
+
+
+def _writing_a_part(machine: ControllerMachine) -> bool:
+    """The fencing's part under way began a transaction that is already committed (its
+    BeginTransactionRecord replayed by the leader itself), and not yet ended."""
+    operation = machine.running_operation
+    return (operation is not None and operation.name == "FenceBroker"
+            and operation.in_transaction and machine.follower.transaction_start is not None)
 
 
 def _running(machine: ControllerMachine) -> str | None:

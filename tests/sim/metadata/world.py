@@ -30,6 +30,7 @@ import attrs
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage
 from quorum.controller.results import ControllerConfig
 from quorum.node.inputs import ControllerCall
+from quorum.node.snapshot_policy import MIN_RECORDS_BETWEEN_SNAPSHOTS
 from quorum.raft.config import RaftConfig
 from quorum.raft.core import RaftCore
 from quorum.raft.output import Ready
@@ -94,8 +95,12 @@ class MetadataSimulation(Simulation):
         snapshot_bytes: int = 1 << 20,
         knobs: dict[str, Any] | None = None,
         reference: bool = True,
+        snapshot_by_records: bool = True,
     ) -> None:
         self.snapshot_bytes = snapshot_bytes
+        # the records rule (``SnapshotPolicy``) off: a scale scenario that checks every
+        # snapshot's image would read a 100,000-partition one after each large operation
+        self.snapshot_min_records = MIN_RECORDS_BETWEEN_SNAPSHOTS if snapshot_by_records else None
         self.knobs = knobs or {}  # ControllerConfig fields the seed picked
         self.stats: collections.Counter[str] = collections.Counter()
         self.lifecycle_waits: list[LifecycleWait] = []
