@@ -140,6 +140,7 @@ class _QuotaGroups:
         return None
 
     def create(self) -> None:
+        self._sweep_stale()
         self.parent.mkdir()
         if self.version == 2:
             (self._controller_root / "cgroup.subtree_control").write_text("+cpu")
@@ -155,6 +156,18 @@ class _QuotaGroups:
         self.quota_us = max(_MIN_QUOTA_US, quota_us)
         for group in self._groups():
             self._limit(group)
+
+    def _sweep_stale(self) -> None:
+        """Groups left by a run that was killed before it could remove them (their owner is
+        gone, and so are the processes they held)."""
+        for stale in self._controller_root.glob("pykraft-handicap-*"):
+            owner = stale.name.rsplit("-", 1)[1]
+            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+                for group in (p for p in stale.iterdir() if p.is_dir()):
+                    with contextlib.suppress(OSError):  # a process in it still runs
+                        group.rmdir()
+                with contextlib.suppress(OSError):
+                    stale.rmdir()
 
     def remove(self) -> None:
         """Every process still in a group goes back where this one came from; then the

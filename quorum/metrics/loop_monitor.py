@@ -125,7 +125,6 @@ def _note_collection(phase: str, info: dict[str, int]) -> None:
     if phase == "start":
         _collection_started = time.perf_counter()
     else:
-        STEP_WORK.note(
-            "garbage collection", f"of generation {info['generation']}",
-            time.perf_counter() - _collection_started,
-        )
+        seconds = time.perf_counter() - _collection_started
+        STEP_WORK.collecting += seconds
+        STEP_WORK.note("garbage collection", f"of generation {info['generation']}", seconds)

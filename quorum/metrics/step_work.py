@@ -29,6 +29,8 @@ class StepWork:
         self.kind: str | None = None
         self.detail: object = None
         self.seconds = 0.0
+        # garbage collection in the step, wherever it struck (often inside the noted work)
+        self.collecting = 0.0
 
     def note(self, kind: str, detail: object, seconds: float) -> None:
         """Work of ``kind`` (``detail``: what exactly) took ``seconds`` in this step."""
@@ -36,7 +38,7 @@ class StepWork:
             self.kind, self.detail, self.seconds = kind, detail, seconds
 
     def clear(self) -> None:
-        self.kind, self.detail, self.seconds = None, None, 0.0
+        self.kind, self.detail, self.seconds, self.collecting = None, None, 0.0, 0.0
 
     def describe(self) -> str | None:
         """The longest noted work, as text (None: nothing was noted)."""
@@ -44,7 +46,10 @@ class StepWork:
             return None
         detail = describe_detail(self.detail)
         what = self.kind if not detail else f"{self.kind} {detail}"
-        return f"{self.seconds * 1000:.0f} ms of it {what}"
+        text = f"{self.seconds * 1000:.0f} ms of it {what}"
+        if self.kind != "garbage collection" and self.collecting >= self.seconds / 10:
+            text += f", {self.collecting * 1000:.0f} ms in garbage collection"
+        return text
 
 
 def describe_detail(detail: object) -> str:

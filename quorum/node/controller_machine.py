@@ -134,6 +134,7 @@ class ControllerMachine:
         # broker id -> its registration queued or running (a retry joins it)
         self._registrations: dict[int, _Queued] = {}
         self._running: _Running | None = None
+        self._follower_turn = False  # whose slice the last ``work`` call ran
         self._epoch = -1  # the epoch this node leads in while active
         # where the records just computed will land (checked when they are proposed)
         self._expected_offset: int | None = None
@@ -226,13 +227,20 @@ class ControllerMachine:
         return deadline is not None and now_ms >= deadline
 
     def work(self, core: RaftCore, now_ms: int) -> Work:
+        """One slice: the follower's (replay, a walk, a snapshot part) or an operation's,
+        taking turns when both have work, so that no call does two slices' work."""
         reports: list[SliceReport] = []
-        report = self.follower.step(core, now_ms)
-        if report is not None:
-            reports.append(report)
         payloads: list[bytes] = []
         next_offset = core.next_append_offset
-        if next_offset is not None:
+        operation_due = next_offset is not None and self.controller.is_active and (
+            self._running is not None or self._lifecycle or self._requests or self._jobs
+            or self._maintenance or self._timer_due(now_ms)
+        )
+        self._follower_turn = not self._follower_turn or not operation_due
+        report = self.follower.step(core, now_ms) if self._follower_turn else None
+        if report is not None:
+            reports.append(report)
+        elif next_offset is not None:
             if self._claim and self._caught_up_to_epoch():
                 payloads = self._activate(core, now_ms, next_offset)
             elif self.controller.is_active:
@@ -242,6 +250,10 @@ class ControllerMachine:
         finished, self._finished = tuple(self._finished), []
         built = self.follower.take_built_snapshot()
         return Work(payloads, tuple(reports), finished, () if built is None else (built,))
+
+    def _timer_due(self, now_ms: int) -> bool:
+        deadline = self.controller.next_deadline_ms()
+        return deadline is not None and now_ms >= deadline
 
     def deadline_ms(self) -> int | None:
         if not self.controller.is_active:

@@ -177,3 +177,22 @@ async def test_a_node_process_measures_its_loop_into_the_nodes_activity() -> Non
     await serve_until_signalled(node, ready.append, lifeline=None)
     assert ready == [NodeAddress("CONTROLLER", "127.0.0.1", 9093)]
     assert max_stall_ms(node.activity) >= 60.0
+
+
+async def test_a_collection_inside_noted_work_is_named_beside_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger=MONITOR_LOGGER)
+    garbage = [[object()] for _ in range(300_000)]
+
+    async def step_that_collects() -> None:
+        with labelled("replica", "assignments"):
+            gc.collect()
+            hold_thread(0.002)
+
+    with monitor_loop(NodeActivity(), stall_warn_ms=1.0):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(step_that_collects)
+    del garbage
+    lines = [r.getMessage() for r in caplog.records if "replica assignments" in r.getMessage()]
+    assert lines and re.search(r"replica assignments, \d+ ms in garbage collection", lines[0])
