@@ -104,15 +104,18 @@ def _lifecycle_rows() -> list[tuple[str, str, Format]]:
     for kind in ("BrokerRegistration", "BrokerHeartbeat"):
         for who, what in (("brokers", "broker processes' (their /metrics; p50, p99: the "
                                       "largest of any one broker's)"),
-                          ("simulated", "simulated brokers' (every answer)")):
+                          ("simulated", "simulated brokers' (every answer; unanswered "
+                                        "counted from the claim)")):
             rows += [
                 (f"  ... {kind} answer time during it, {what}: p50 / p99 / max",
                  f"fullrestart.{kind}.{who}.p50_ms", _MS),
                 ("", f"fullrestart.{kind}.{who}.p99_ms", _MS),
                 ("", f"fullrestart.{kind}.{who}.max_ms", _MS),
-                (f"  ... {kind}s without an answer (timed out, leader moved or connection "
-                 f"lost), {who}",
-                 f"fullrestart.{kind}.{who}.unanswered", _COUNT),
+                (f"  ... {kind}s without an answer, {who}: timed out / the leader moved "
+                 "/ connection lost",
+                 f"fullrestart.{kind}.{who}.unanswered_timeout", _COUNT),
+                ("", f"fullrestart.{kind}.{who}.unanswered_leader_moved", _COUNT),
+                ("", f"fullrestart.{kind}.{who}.unanswered_connection", _COUNT),
             ]
     return rows
 

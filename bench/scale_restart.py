@@ -32,11 +32,12 @@ from __future__ import annotations
 import re
 import statistics
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from bench.scale_phases import ScaleRun, brokers_unfenced, leader_sample, record_slices, wait
 from bench.scale_probes import NodeSample, StallWatch, log_times, scrape, scrape_all
 from broker.lifecycle import BrokerState
+from broker.lifecycle_times import UNANSWERED_REASONS
 
 __all__ = ["full_restart"]
 
@@ -76,6 +77,10 @@ def full_restart(run: ScaleRun) -> None:
         return max([t[0][0] for t in times], default=time.time())
 
     run.figures["fullrestart.claim"] = wait(claimed, run.wait_s, "a controller's claim") - begun
+    # the simulated brokers heartbeat through the whole restart: what went unanswered while
+    # no controller ran is not the controller's to answer, so they count from the claim
+    before = {(kind, reason): run.sim.unanswered(kind, reason)
+              for kind in _KINDS for reason in UNANSWERED_REASONS}
     registered = wait(lambda: reached("RECOVERY"), run.wait_s, "every broker registered")
     run.figures["fullrestart.registered"] = registered - begun
     wait(lambda: brokers_unfenced(run, run.brokers), run.wait_s, "every broker unfenced")
@@ -100,7 +105,7 @@ def full_restart(run: ScaleRun) -> None:
             run.notes.append(f"full restart: the longest step of a {role} was {ms:.0f} ms on "
                              f"node {node}" + (f" ({work})" if work else ""))
     record_slices(run, "fullrestart", samples)
-    _lifecycle_figures(run, [samples.get(n) for n in brokers], begun)
+    _lifecycle_figures(run, [samples.get(n) for n in brokers], begun, before)
     run.record_rss("fullrestart")
 
 
@@ -124,7 +129,8 @@ def _isrs_full(run: ScaleRun, brokers: list[int]) -> bool:
 
 
 def _lifecycle_figures(
-    run: ScaleRun, samples: Iterable[NodeSample | None], since: float
+    run: ScaleRun, samples: Iterable[NodeSample | None], since: float,
+    simulated_before: Mapping[tuple[str, str], int],
 ) -> None:
     for kind in _KINDS:
         real = [s for s in samples if s is not None]
@@ -135,16 +141,17 @@ def _lifecycle_figures(
                for s in real]
         longest = [s.raw.get(f'pykraft_broker_lifecycle_request_time_ms_max{label},'
                              'window="all"}') for s in real]
-        unanswered = sum(
-            v for s in real for k, v in s.raw.items()
-            if k.startswith(f"pykraft_broker_lifecycle_requests_unanswered_total{label}")
-        )
+        unanswered = {reason: sum(
+            s.raw.get(f'pykraft_broker_lifecycle_requests_unanswered_total{label},'
+                      f'reason="{reason}"}}', 0.0) for s in real
+        ) for reason in UNANSWERED_REASONS}
         for name, values in (("p50", p50), ("p99", p99), ("max", longest)):
             known = [v for v in values if v is not None and v == v]  # NaN: no request yet
             if known:
                 run.figures[f"fullrestart.{kind}.brokers.{name}_ms"] = max(known)
         if real:
-            run.figures[f"fullrestart.{kind}.brokers.unanswered"] = unanswered
+            for reason, count in unanswered.items():
+                run.figures[f"fullrestart.{kind}.brokers.unanswered_{reason}"] = count
         simulated = run.sim.lifecycle_samples(kind, since)
         if simulated:
             ordered = sorted(simulated)
@@ -154,7 +161,9 @@ def _lifecycle_figures(
             run.figures[f"fullrestart.{kind}.simulated.max_ms"] = ordered[-1]
             run.figures[f"fullrestart.{kind}.simulated.count"] = len(ordered)
         if run.sim.ids:
-            run.figures[f"fullrestart.{kind}.simulated.unanswered"] = run.sim.unanswered(kind)
+            for reason in UNANSWERED_REASONS:
+                run.figures[f"fullrestart.{kind}.simulated.unanswered_{reason}"] = (
+                    run.sim.unanswered(kind, reason) - simulated_before[kind, reason])
 
 
 def _longest_step(sample: NodeSample) -> tuple[float, str]:

@@ -123,11 +123,10 @@ class SimulatedBrokers:
         return [ms for loop in list(self._loops) for at, k, ms in list(loop.times.samples)
                 if k == kind and at >= since]
 
-    def unanswered(self, kind: str) -> int:
-        """Requests of ``kind`` that got no answer, over every simulated broker's life."""
-        return sum(loop.times.unanswered_count(kind, reason)
-                   for loop in list(self._loops)
-                   for reason in ("timeout", "leader_moved", "connection"))
+    def unanswered(self, kind: str, reason: str) -> int:
+        """Requests of ``kind`` that got no answer for ``reason``, over every simulated
+        broker's life."""
+        return sum(loop.times.unanswered_count(kind, reason) for loop in list(self._loops))
 
     def start(self) -> None:
         if not self.ids:

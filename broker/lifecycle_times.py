@@ -31,10 +31,10 @@ import attrs
 
 from quorum.metrics import EventTimes, EventTimesSummary, Family, Sample, event_times_families
 
-__all__ = ["MAX_SAMPLES", "LifecycleTimes"]
+__all__ = ["MAX_SAMPLES", "UNANSWERED_REASONS", "LifecycleTimes"]
 
 MAX_SAMPLES: Final = 10_000
-_REASONS: Final = ("timeout", "leader_moved", "connection")
+UNANSWERED_REASONS: Final = ("timeout", "leader_moved", "connection")
 
 
 @attrs.define
@@ -55,8 +55,8 @@ class LifecycleTimes:
         self.samples.append((time.time(), kind, ms))
 
     def unanswered(self, kind: str, reason: str) -> None:
-        """A request got no answer: ``reason`` is one of ``_REASONS``."""
-        assert reason in _REASONS, reason
+        """A request got no answer: ``reason`` is one of ``UNANSWERED_REASONS``."""
+        assert reason in UNANSWERED_REASONS, reason
         self._kind(kind).unanswered[reason] += 1
 
     def summaries(self, now_s: float) -> dict[str, EventTimesSummary]:
@@ -72,7 +72,7 @@ class LifecycleTimes:
         }
         unanswered = tuple(
             Sample({"request": kind, "reason": reason}, k.unanswered[reason])
-            for kind, k in sorted(self._kinds.items()) for reason in _REASONS
+            for kind, k in sorted(self._kinds.items()) for reason in UNANSWERED_REASONS
         )
         return [
             *event_times_families(

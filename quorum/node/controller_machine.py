@@ -34,7 +34,6 @@ joins the one queued or running (the work is not redone).
 from __future__ import annotations
 
 import enum
-import itertools
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -44,11 +43,11 @@ import attrs
 
 from quorum.controller.controller import QuorumController
 from quorum.controller.error_responses import error_response
-from quorum.controller.image import MetadataImage, TopicPartition
 from quorum.controller.operations import Operation
 from quorum.controller.slicing import SliceReport
 from quorum.node.inputs import ControllerCall
 from quorum.node.metadata_follower import ChangedPartition, MetadataLogFollower, Publication
+from quorum.node.offline_report import OfflineReport
 from quorum.node.snapshot_policy import MIN_RECORDS_BETWEEN_SNAPSHOTS
 from quorum.node.state_machine import Work
 from quorum.raft import Leader, OffsetRange, RaftCore, Ready
@@ -140,13 +139,15 @@ class ControllerMachine:
         self._expected_offset: int | None = None
         self._claim = False  # leads; activate once replayed up to the epoch start
         self._epoch_start = 0
-        self._offline_reported_at = 0  # the index's leaderless changes when last logged
+        self._offline = OfflineReport()
+        self._now_ms = 0  # the time of the current ``observe`` or ``work`` call
         # (queue ms, processing ms) of operations finished since the last ``work``
         self._finished: list[tuple[float, float]] = []
 
     # -- the hook -------------------------------------------------------------------------
 
     def observe(self, ready: Ready, core: RaftCore, now_ms: int) -> None:
+        self._now_ms = now_ms
         self.follower.observe(ready)
         self._follow_leadership(core, now_ms)
 
@@ -229,6 +230,7 @@ class ControllerMachine:
     def work(self, core: RaftCore, now_ms: int) -> Work:
         """One slice: the follower's (replay, a walk, a snapshot part) or an operation's,
         taking turns when both have work, so that no call does two slices' work."""
+        self._now_ms = now_ms
         reports: list[SliceReport] = []
         payloads: list[bytes] = []
         next_offset = core.next_append_offset
@@ -385,28 +387,10 @@ class ControllerMachine:
             index.note(change.topic_id, change.index, change.old, change.new)
         if last:
             index.noted_through(publication.new)
-        if last and index.leaderless_changes != self._offline_reported_at:
-            self._offline_reported_at = index.leaderless_changes
-            self._report_offline(publication.new)
-
-    def _report_offline(self, image: MetadataImage) -> None:
-        """An alarm, not a guess: how many partitions have no leader, and a few of them
-        (a bounded sample: sorting 100,000 offline partitions would stall the node)."""
-        leaderless = self.controller.partitions.leaderless
-        if not leaderless:
-            logger.info("no partition is offline")
-            return
-        count = len(leaderless)
-        sample = sorted(
-            TopicPartition(topic.name, index)
-            for topic_id, index in itertools.islice(leaderless, 20)
-            if (topic := image.topics_by_id.get(topic_id)) is not None
-        )
-        more = f" and {count - len(sample)} more" if count > len(sample) else ""
-        logger.warning(
-            "%d partition(s) offline, no eligible leader in the ISR and unclean election "
-            "not enabled for them: %s%s", count, ", ".join(map(str, sample)), more,
-        )
+        if last:
+            self._offline.changed(
+                index.leaderless, index.leaderless_changes, publication.new, self._now_ms
+            )
 
     # -- leadership ----------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ are the safety phases and ``liveness`` the convergence phase after them.
 
 Runs (from the repository root):
 
-    pytest tests/sim                                 # CI: 50 seeds per scenario
+    pytest tests/sim                                 # CI: 40 seeds per scenario
     pytest tests/sim --seed 1234                     # replay seed 1234 of every test
     pytest 'tests/sim/test_scenarios.py::test_a_random_mix_of_faults_is_safe' --seed 7
     pytest tests/sim/test_scenarios.py --sim-seeds 2000              # a long run

@@ -16,7 +16,7 @@ from collections.abc import Generator
 
 import pytest
 
-DEFAULT_SEEDS = 50
+DEFAULT_SEEDS = 40
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,7 +1,7 @@
 """Each scenario: a safety phase with faults, then heal and require convergence.
 
 The invariants (``tests.sim.invariants``) are checked after every event of
-both phases. Default: 50 seeds per scenario (600 runs). Longer runs on demand:
+both phases. Default: 40 seeds per scenario (480 runs). Longer runs on demand:
 
     pytest tests/sim/test_scenarios.py --sim-seeds 1000
     pytest tests/sim/test_scenarios.py --sim-seeds 500 --sim-first-seed 100000
