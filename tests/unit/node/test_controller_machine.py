@@ -174,3 +174,47 @@ def test_a_broker_whose_heartbeat_ran_long_is_alive_until_its_answer() -> None:
     timeout = CONFIG.broker_session_timeout_ms
     # the session runs from the answer, not from when the operation began
     assert node.machine.controller.sessions.expiry_ms(1, timeout) >= now + timeout + 1 - 100
+
+
+def test_a_registration_retried_by_its_incarnation_joins_the_first_then_is_answered_at_once(
+) -> None:
+    node = Node()
+    node.settle()
+    start_broker(node)
+    big = CreateTopicsRequest(topics=(
+        CreateTopicsRequestTopic(name="big", num_partitions=3_000, replication_factor=1),
+    ))
+    created = node.call(big, 5)
+    node.settle(slices=1)  # the creation is under way: the registration waits behind it
+    request = registration_request(2, uuid.UUID(int=2))
+    first = node.call(request, 4)
+    retried = node.call(request, 4)  # a broker that gave up waiting sends the same again
+    assert first == [] and retried == []
+    records_before = node.machine.follower.image.provenance.offset
+    controller = node.machine.controller
+    started: list[str] = []
+    start = controller.start
+
+    def counted(request: Any, *args: Any, **kwargs: Any) -> Any:
+        started.append(type(request).__name__)
+        return start(request, *args, **kwargs)
+
+    controller.start = counted  # type: ignore[method-assign]
+    node.settle()
+    # the retry joined the first: one registration operation ran, not two
+    assert started.count("BrokerRegistrationRequest") == 1, started
+    assert [a.topics[0].error_code for a in created] == [Errors.NONE]
+    # one operation, one record: both got the epoch it wrote
+    assert len(first) == len(retried) == 1 and first[0].error_code == Errors.NONE
+    epoch = first[0].broker_epoch
+    assert retried[0].broker_epoch == epoch
+    image = node.machine.follower.image
+    assert image.brokers[2].epoch == epoch
+    # a retry once the registration is committed: the same epoch at once, nothing written
+    offset = image.provenance.offset
+    late = node.call(request, 4)
+    assert len(late) == 1 and late[0].error_code == Errors.NONE
+    assert late[0].broker_epoch == epoch
+    node.settle()
+    assert node.machine.follower.image.provenance.offset == offset
+    assert records_before < offset  # (the creation and the registration were written)
