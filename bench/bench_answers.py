@@ -36,13 +36,13 @@ from typing import Any
 
 import trio
 
-from broker.metadata_answers import (
+from broker.api.metadata import (
     ListenerView,
     MetadataAnswerBuilder,
     ResponseSink,
     metadata_response,
 )
-from broker.metadata_cache import EncodingSink, MetadataAnswerCache
+from broker.api.metadata_cache import EncodingSink, MetadataAnswerCache
 from quorum.controller.delta import fold_records
 from quorum.controller.digest import build_describe_image_response
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage, Provenance

@@ -5,7 +5,7 @@ from broker.errors import BrokerStartupError
 from broker.lifecycle import BrokerLifecycle, BrokerState, LifecycleConfig
 from broker.metadata_machine import BrokerMetadataMachine
 from broker.node import BrokerNode
-from broker.replica_manager import (
+from broker.replica.manager import (
     AssignmentChanges,
     PartitionAssignment,
     PartitionKey,

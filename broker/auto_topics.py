@@ -20,8 +20,8 @@ from typing import Final
 
 import trio
 
-from broker.forwarding import ControllerForwarder
-from broker.metadata_answers import all_topics_asked
+from broker.api.forwarding import ControllerForwarder
+from broker.api.metadata import all_topics_asked
 from quorum.controller.image import MetadataImage
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import CreateTopicsRequest, CreateTopicsRequestTopic, MetadataRequest

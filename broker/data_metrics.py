@@ -23,8 +23,8 @@ from typing import Final
 
 import attrs
 
+from broker.replica.manager import PartitionKey
 from broker.replica.partition import Partition
-from broker.replica_manager import PartitionKey
 from quorum.metrics.exposition import Family, Sample, gauge
 from quorum.wire.messages import AlterPartitionRequest, FetchResponse, ProduceRequest
 

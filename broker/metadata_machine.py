@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import trio
 
-from broker.replica_manager import (
+from broker.replica.manager import (
     PartitionAssignment,
     PartitionKey,
     ReplicaManager,

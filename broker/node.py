@@ -33,8 +33,9 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from broker.api.forwarding import ControllerForwarder
+from broker.api.metadata import ListenerView
 from broker.controller_channel import BrokerControllerChannel
-from broker.forwarding import ControllerForwarder
 from broker.lifecycle import (
     BrokerLifecycle,
     BrokerState,
@@ -43,12 +44,11 @@ from broker.lifecycle import (
     registration_listeners,
 )
 from broker.lifecycle_loop import LifecycleLoop
-from broker.metadata_answers import ListenerView
 from broker.metadata_machine import BrokerMetadataMachine
 from broker.replica import ReplicaCore
-from broker.replica_driver import LogMaintenance, ReplicaDriver
-from broker.replica_links import PeerAddress
-from broker.replica_manager import RecordingReplicaManager, ReplicaManager
+from broker.replica.driver import LogMaintenance, ReplicaDriver
+from broker.replica.links import PeerAddress
+from broker.replica.manager import RecordingReplicaManager, ReplicaManager
 from broker.router import BrokerRouter
 from broker.settings import BrokerListener, BrokerSettings, broker_settings
 from quorum.config import ServerConfig

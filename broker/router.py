@@ -3,7 +3,7 @@
 The listener serves ApiVersions, Metadata, DescribeCluster, DescribeConfigs
 (``broker.api.configs``) and pykraft's PykraftDescribeImage (the image's
 offset and digest, so tests and tools can compare nodes) from this broker's
-image; Produce and Fetch through the replica driver (``broker.replica_driver``:
+image; Produce and Fetch through the replica driver (``broker.replica.driver``:
 an acks=0 produce takes no place in the response order, a long-poll fetch
 waits in the core while the connection's next requests are read), ListOffsets
 and OffsetForLeaderEpoch from the partitions it leads (``broker.api.offsets``),
@@ -19,7 +19,7 @@ not serve. The table, KIP-511
 (an ApiVersions request at a version we do not know is answered in v0 with
 our table) and the ApiVersions and PykraftDescribeImage answers are the
 controller listener's (``quorum.node.local_answers``). Metadata answers are
-built and encoded in slices and kept per image (``broker.metadata_cache``),
+built and encoded in slices and kept per image (``broker.api.metadata_cache``),
 so a poll about an image already answered costs a copy of its bytes.
 """
 
@@ -32,13 +32,13 @@ from typing import Any, Final
 import trio
 
 from broker.api.configs import describe_configs_here
+from broker.api.forwarding import FORWARDED_APIS, ControllerForwarder
 from broker.api.log_dirs import describe_log_dirs
+from broker.api.metadata import ListenerView, describe_cluster_response
+from broker.api.metadata_cache import MetadataAnswerCache
 from broker.api.offsets import list_offsets, offsets_for_leader_epochs
 from broker.auto_topics import AutoTopicCreator
-from broker.forwarding import FORWARDED_APIS, ControllerForwarder
-from broker.metadata_answers import ListenerView, describe_cluster_response
-from broker.metadata_cache import MetadataAnswerCache
-from broker.replica_driver import ReplicaDriver
+from broker.replica.driver import ReplicaDriver
 from quorum.controller.image import MetadataImage
 from quorum.controller.results import ControllerConfig
 from quorum.node.connection import ResponseSlot, ServerConnection

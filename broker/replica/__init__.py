@@ -35,7 +35,7 @@ memory channels):
 
 * Inputs, each with the current ``now_ms`` and each returning one
   ``ReplicaOutput``: ``apply_changes(changed, removed, image)`` for every
-  new metadata image (``broker.replica_manager.assignment_changes``, applied
+  new metadata image (``broker.replica.manager.assignment_changes``, applied
   only once the broker has registered in this incarnation); ``produce`` and
   ``fetch`` for requests from the broker listener (the handle names the
   connection and correlation id); ``handle_fetch_response`` /

@@ -24,8 +24,8 @@ import uuid
 import attrs
 
 from broker.replica.isr import IsrChange
+from broker.replica.manager import PartitionKey
 from broker.replica.partition import AcceptedIsr
-from broker.replica_manager import PartitionKey
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     AlterPartitionRequest,

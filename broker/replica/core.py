@@ -22,6 +22,7 @@ from broker.replica.config import ReplicaConfig, TopicConfig, topic_config
 from broker.replica.deleting import Deleting
 from broker.replica.fetcher import FetchedPartition, PartitionFetchState, ReplicaFetcher
 from broker.replica.follower import apply_fetched, fetch_position, truncate_to_diverging_epoch
+from broker.replica.manager import PartitionAssignment, PartitionKey
 from broker.replica.output import (
     OutboundAlterPartition,
     OutboundFetch,
@@ -33,7 +34,6 @@ from broker.replica.partition_table import PartitionTable
 from broker.replica.producing import Producing
 from broker.replica.serving import Serving
 from broker.replica.session_cache import FetchSessionCache
-from broker.replica_manager import PartitionAssignment, PartitionKey
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage
 from quorum.log import OffsetAndEpoch, ReplicatedLog
 from quorum.wire.error_codes import Errors

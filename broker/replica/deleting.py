@@ -20,10 +20,10 @@ from collections.abc import Callable, Hashable
 
 import attrs
 
+from broker.replica.manager import PartitionKey
 from broker.replica.output import DeleteRecordsAnswer, Outbox, by_topic
 from broker.replica.partition import Partition
 from broker.replica.purgatory import Purgatory
-from broker.replica_manager import PartitionKey
 from quorum.controller.image import MetadataImage
 from quorum.log import OffsetOutOfRangeError
 from quorum.wire.error_codes import Errors

@@ -27,7 +27,7 @@ import attrs
 
 from broker.replica.config import ReplicaConfig
 from broker.replica.fetch_session import FetchSessionHandler, TopicPartitionName
-from broker.replica_manager import PartitionKey
+from broker.replica.manager import PartitionKey
 from quorum.wire.messages import (
     FetchRequest,
     FetchRequestForgottenTopic,

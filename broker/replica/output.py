@@ -31,7 +31,7 @@ from typing import TypeVar
 import attrs
 
 from broker.replica.isr import IsrChange
-from broker.replica_manager import PartitionKey
+from broker.replica.manager import PartitionKey
 from quorum.wire.messages import (
     AlterPartitionRequest,
     DeleteRecordsResponse,

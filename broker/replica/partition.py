@@ -32,6 +32,7 @@ from broker.replica import isr as isr_rules
 from broker.replica.config import TopicConfig
 from broker.replica.epochs import leader_end_offset_for_epoch
 from broker.replica.isr import CommittedIsr, IsrChange, IsrState
+from broker.replica.manager import PartitionAssignment, PartitionKey, PartitionRole
 from broker.replica.replica_state import (
     NO_FOLLOWERS,
     ReplicaState,
@@ -47,7 +48,6 @@ from broker.replica.watermark import (
     is_isr_candidate,
     next_high_watermark,
 )
-from broker.replica_manager import PartitionAssignment, PartitionKey, PartitionRole
 from quorum.log import OffsetAndEpoch, ReplicatedLog
 from quorum.wire.error_codes import Errors
 

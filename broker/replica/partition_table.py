@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from broker.replica.manager import PartitionKey
 from broker.replica.partition import Partition
-from broker.replica_manager import PartitionKey
 
 __all__ = ["PartitionTable"]
 

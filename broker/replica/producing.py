@@ -24,10 +24,10 @@ from collections.abc import Callable, Hashable
 import attrs
 
 from broker.replica.append import ACKS_ALL, AppendResult, append_to_leader
+from broker.replica.manager import PartitionKey
 from broker.replica.output import Outbox, ProduceAnswer, by_topic
 from broker.replica.partition import Partition
 from broker.replica.purgatory import Purgatory
-from broker.replica_manager import PartitionKey
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     ProduceRequest,

@@ -49,6 +49,7 @@ from broker.replica.leader_fetch import (
     read_for_consumer,
     read_for_follower,
 )
+from broker.replica.manager import PartitionKey
 from broker.replica.output import FetchAnswer, Outbox
 from broker.replica.partition import Partition
 from broker.replica.purgatory import Purgatory
@@ -59,7 +60,6 @@ from broker.replica.session_cache import (
     FetchSessionCache,
     PartitionFetchData,
 )
-from broker.replica_manager import PartitionKey
 from quorum.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (

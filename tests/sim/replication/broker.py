@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from broker.replica import ReplicaConfig, ReplicaCore, ReplicaOutput
-from broker.replica_manager import assignment_changes
+from broker.replica.manager import assignment_changes
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (

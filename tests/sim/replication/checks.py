@@ -27,7 +27,7 @@ import bisect
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from broker.replica_manager import PartitionKey
+from broker.replica.manager import PartitionKey
 from quorum.log import ReplicatedLog
 from quorum.wire.batch import iter_batch_headers
 from quorum.wire.messages import FetchResponsePartition

@@ -10,7 +10,7 @@ they can re-verify what a truncation or crash changed.
 
 from __future__ import annotations
 
-from broker.replica_manager import PartitionKey
+from broker.replica.manager import PartitionKey
 from quorum.log import MemoryLog, ReplicatedLog
 
 __all__ = ["BrokerDisk", "SimLog"]

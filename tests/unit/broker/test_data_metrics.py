@@ -12,7 +12,7 @@ from broker.data_metrics import (
     data_plane_families,
 )
 from broker.replica import ReplicaConfig, ReplicaCore
-from broker.replica_manager import PartitionAssignment, PartitionRole
+from broker.replica.manager import PartitionAssignment, PartitionRole
 from quorum.controller.image import EMPTY_IMAGE
 from quorum.metrics.exposition import parse_samples, render
 from quorum.wire.messages import ProduceRequest, ProduceRequestPartition, ProduceRequestTopic

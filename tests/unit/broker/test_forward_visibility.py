@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.forward_visibility import visible_when
+from broker.api.forward_visibility import visible_when
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     CreatePartitionsRequest,

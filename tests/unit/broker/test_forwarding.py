@@ -9,8 +9,8 @@ from pathlib import Path
 import trio
 
 from broker import BrokerNode
+from broker.api.forwarding import ControllerForwarder
 from broker.controller_channel import BrokerControllerChannel
-from broker.forwarding import ControllerForwarder
 from quorum.client import TrioKafkaConnection
 from quorum.describe import describe_quorum_request, quorum_info_from_response
 from quorum.wire.error_codes import Errors

@@ -22,7 +22,7 @@ import pytest
 import trio
 import trio.testing
 
-from broker.metadata_answers import ListenerView
+from broker.api.metadata import ListenerView
 from broker.router import BrokerRouter
 from quorum.node.connection import ServerConnection
 from quorum.wire.messages import MetadataRequest, MetadataResponse

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from broker.metadata_answers import ListenerView, describe_cluster_response, metadata_response
+from broker.api.metadata import ListenerView, describe_cluster_response, metadata_response
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     DescribeClusterRequest,

@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from broker.metadata_machine import BrokerMetadataMachine
-from broker.replica_manager import PartitionRole, RecordingReplicaManager
+from broker.replica.manager import PartitionRole, RecordingReplicaManager
 from quorum.controller.digest import image_digest
 from quorum.controller.image import MetadataImage
 from quorum.controller.log_records import read_committed_range

@@ -14,13 +14,13 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.metadata_answers import (
+from broker.api.metadata import (
     ListenerView,
     MetadataAnswerBuilder,
     ResponseSink,
     metadata_response,
 )
-from broker.metadata_cache import EncodingSink, MetadataAnswerCache, metadata_answer_key
+from broker.api.metadata_cache import EncodingSink, MetadataAnswerCache, metadata_answer_key
 from broker.router import BrokerRouter
 from quorum.controller.image import NO_LEADER, MetadataImage, TopicImage
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE, build_at_once

@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from broker.metadata_answers import ListenerView
+from broker.api.metadata import ListenerView
 from broker.router import BrokerRequestRejected, BrokerRouter, broker_listener_table
 from quorum.controller.image import EMPTY_IMAGE
 from quorum.node.connection import ServerConnection

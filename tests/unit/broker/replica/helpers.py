@@ -6,8 +6,8 @@ import uuid
 from collections.abc import Sequence
 
 from broker.replica.config import TopicConfig
+from broker.replica.manager import PartitionAssignment, PartitionKey, PartitionRole
 from broker.replica.partition import Partition, PartitionContext
-from broker.replica_manager import PartitionAssignment, PartitionKey, PartitionRole
 from quorum.log import MemoryLog
 from quorum.wire.records import build_batch_from_values
 

@@ -6,7 +6,7 @@ import uuid
 
 from broker.replica.alter_partition import MAX_PARTITIONS_PER_REQUEST, AlterPartitionQueue
 from broker.replica.isr import IsrChange
-from broker.replica_manager import PartitionKey
+from broker.replica.manager import PartitionKey
 from quorum.wire.messages import (
     AlterPartitionResponse,
     AlterPartitionResponsePartition,

@@ -16,7 +16,7 @@ from broker.replica import (
     ReplicaOutput,
 )
 from broker.replica import core as core_module
-from broker.replica_manager import (
+from broker.replica.manager import (
     PartitionAssignment,
     PartitionKey,
     PartitionRole,

@@ -8,7 +8,7 @@ import random
 
 from broker.replica import ReplicaConfig, ReplicaCore
 from broker.replica import core as core_module
-from broker.replica_manager import assignment_changes
+from broker.replica.manager import assignment_changes
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage
 from quorum.wire.messages.metadata_records import PartitionChangeRecord
 

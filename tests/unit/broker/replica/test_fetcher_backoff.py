@@ -7,7 +7,7 @@ import uuid
 
 from broker.replica.config import ReplicaConfig
 from broker.replica.fetcher import PartitionFetchState, ReplicaFetcher
-from broker.replica_manager import PartitionKey
+from broker.replica.manager import PartitionKey
 
 TOPIC = uuid.UUID(int=5)
 

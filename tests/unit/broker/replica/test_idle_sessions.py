@@ -13,8 +13,8 @@ import attrs
 import pytest
 
 from broker.replica import PendingShrinkIsr, ReplicaConfig, ReplicaCore, ReplicaOutput, serving
+from broker.replica.manager import assignment_changes
 from broker.replica.partition import Partition
-from broker.replica_manager import assignment_changes
 from quorum.controller.image import EMPTY_IMAGE
 from quorum.wire.messages import (
     DeleteRecordsResponse,

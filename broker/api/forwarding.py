@@ -15,7 +15,7 @@ it has none, like DescribeQuorum, or one of zero or below) is answered with REQU
 the request's response shape, so the client's connection never hangs.
 A topic created or deleted, or partitions added, are answered once the
 broker's own image shows them (within the same timeout;
-``broker.forward_visibility`` says why).
+``broker.api.forward_visibility`` says why).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from typing import Any, Final
 
 import trio
 
+from broker.api.forward_visibility import ImagePredicate, visible_when
 from broker.controller_channel import (
     BrokerControllerChannel,
     ControllerLane,
     ControllerUnavailableError,
 )
-from broker.forward_visibility import ImagePredicate, visible_when
 from quorum.controller.error_responses import error_response
 from quorum.wire import ApiKey
 from quorum.wire.error_codes import Errors

@@ -12,7 +12,7 @@ only the topics the new image did not share with the old one: a delta copies
 a topic's partition map only when one of its partitions changed.
 
 A ``ReplicaManager`` receives each change with ``apply``: the broker's
-``ReplicaDriver`` (``broker.replica_driver``) turns them into leader and
+``ReplicaDriver`` (``broker.replica.driver``) turns them into leader and
 follower replicas, fetchers and log truncation. ``RecordingReplicaManager``
 keeps the current table, which is what tests of the metadata path read.
 """

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Final
 
-from broker.metadata_answers import ListenerView, MetadataAnswerBuilder, all_topics_asked
+from broker.api.metadata import ListenerView, MetadataAnswerBuilder, all_topics_asked
 from quorum.controller.image import MetadataImage
 from quorum.controller.image_cache import ImageCache
 from quorum.wire.codec import ArrayEncoder, encode, with_encoded

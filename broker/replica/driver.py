@@ -18,7 +18,7 @@ and nothing is queued between an input and its effects. The inputs:
   ``fetch``), answered through the connection's ``ResponseSlot`` (the
   handle the core gives back); an acks=0 produce has no slot;
 * answers to the core's own requests: follower fetches, one link task per
-  source broker (``broker.replica_links``), and AlterPartition to the active
+  source broker (``broker.replica.links``), and AlterPartition to the active
   controller over the controller channel's ALTER_PARTITION lane;
 * time: one timer task calls ``poll`` at the core's next deadline.
 
@@ -48,8 +48,8 @@ from broker.controller_channel import (
 )
 from broker.data_metrics import DataPlaneCounters, PartitionCensus, data_plane_families
 from broker.replica import OutboundAlterPartition, ReplicaCore, ReplicaOutput
-from broker.replica_links import FetchLinks, PeerAddress
-from broker.replica_manager import PartitionAssignment, PartitionKey
+from broker.replica.links import FetchLinks, PeerAddress
+from broker.replica.manager import PartitionAssignment, PartitionKey
 from quorum.controller.image import MetadataImage
 from quorum.metrics import STEP_WORK
 from quorum.metrics.exposition import Family

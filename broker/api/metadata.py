@@ -17,7 +17,7 @@ forwards controller-bound requests (Kafka's KRaft brokers do the same).
 An answer for every topic grows with the metadata (half a second at 100,000
 partitions), so ``MetadataAnswerBuilder`` builds it a bounded number of
 partitions at a time (``quorum.controller.slicing``); ``metadata_response``
-runs it in one go. ``broker.metadata_cache`` encodes the answer in slices
+runs it in one go. ``broker.api.metadata_cache`` encodes the answer in slices
 too and keeps it per image.
 """
 

@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.replica_manager import (
+from broker.replica.manager import (
     PartitionRole,
     RecordingReplicaManager,
     assignment_changes,
@@ -17,9 +17,8 @@ from quorum.controller.delta import fold_records
 from quorum.controller.image import EMPTY_IMAGE, Provenance
 from quorum.wire.messages.metadata_records import RemoveTopicRecord
 from quorum.wire.metadata_serde import MetadataRecord
-
-from ..controller.image_strategies import histories
-from .records import change, fold, partition, register, topic, topic_id
+from tests.unit.broker.records import change, fold, partition, register, topic, topic_id
+from tests.unit.controller.image_strategies import histories
 
 BROKERS: list[MetadataRecord] = [register(1, 0), register(2, 1), register(3, 2)]
 # broker 1 leads p0, follows p1, is absent from p2
