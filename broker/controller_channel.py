@@ -7,13 +7,15 @@ leader is just a different destination on the next attempt; there is no
 discovery round (DescribeCluster) as an outside admin client needs.
 
 Every request a broker sends to the controller goes through it, in one of
-three lanes, each with its own connections:
+four lanes, each with its own connections:
 
 * ``LIFECYCLE``: registration, heartbeats, controlled shutdown. One
   connection; the lifecycle picks the destination and retries by itself.
 * ``FORWARDING``: clients' admin requests (CreateTopics and the like).
   Up to ``forwarding_connections`` at once, one request each.
 * ``ALTER_PARTITION``: ISR changes from the replica manager. One connection.
+* ``PRODUCER_IDS``: AllocateProducerIds, a block of ids for InitProducerId.
+  One connection.
 
 Lanes are separate connections because the controller answers a
 connection's requests in order: a CreateTopics of a million partitions
@@ -48,6 +50,7 @@ class ControllerLane(enum.Enum):
     LIFECYCLE = "lifecycle"
     FORWARDING = "forwarding"
     ALTER_PARTITION = "alter-partition"
+    PRODUCER_IDS = "producer-ids"
 
 
 @attrs.define
@@ -75,6 +78,7 @@ class BrokerControllerChannel:
             ControllerLane.LIFECYCLE: _Lane(trio.Semaphore(1)),
             ControllerLane.FORWARDING: _Lane(trio.Semaphore(forwarding_connections)),
             ControllerLane.ALTER_PARTITION: _Lane(trio.Semaphore(1)),
+            ControllerLane.PRODUCER_IDS: _Lane(trio.Semaphore(1)),
         }
         self._closed = False
 

@@ -31,11 +31,20 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 
+import attrs
 import trio
 
 from broker.api.forwarding import ControllerForwarder
+from broker.api.groups import OffsetsTopicCreator
 from broker.api.metadata import ListenerView
-from broker.controller_channel import BrokerControllerChannel
+from broker.api.producer_ids import BlockUnavailableError, ProducerIdBlock, ProducerIdSource
+from broker.controller_channel import (
+    BrokerControllerChannel,
+    ControllerLane,
+    ControllerUnavailableError,
+)
+from broker.group import GroupCoordinator
+from broker.group.driver import GroupDriver
 from broker.lifecycle import (
     BrokerLifecycle,
     BrokerState,
@@ -48,6 +57,7 @@ from broker.metadata_machine import BrokerMetadataMachine
 from broker.replica import ReplicaCore
 from broker.replica.driver import LogMaintenance, ReplicaDriver
 from broker.replica.links import PeerAddress
+from broker.replica.log_cleaning import LogCleaning
 from broker.replica.manager import RecordingReplicaManager, ReplicaManager
 from broker.router import BrokerRouter
 from broker.settings import BrokerListener, BrokerSettings, broker_settings
@@ -70,6 +80,8 @@ from quorum.node.metadata_node import MetadataNode
 from quorum.node.raft_parts import RaftParts, storage_cluster_id
 from quorum.node.state_machine import FanOutHook, StateMachineHook
 from quorum.storage import PYKRAFT_METADATA_VERSION
+from quorum.wire.error_codes import Errors
+from quorum.wire.messages import AllocateProducerIdsRequest
 from quorum.wire.uuids import random_uuid
 
 __all__ = ["BrokerNode"]
@@ -102,18 +114,33 @@ class BrokerNode(MetadataNode):
             replica_manager = RecordingReplicaManager()  # an observer only: no partition data
         if replica_manager is None:
             self.log_directory = LogDirectory(settings.data_log_dir, settings.data_log)
+            # each topic's log config: its own configs over the broker's (settings.data_log)
+            replica_config = attrs.evolve(settings.replica, data_log=settings.data_log)
             self.replicas = ReplicaDriver(
-                ReplicaCore(settings.replica, self.log_directory, self._rng),
+                ReplicaCore(
+                    replica_config, self.log_directory, self._rng,
+                    log_configs=self.log_directory,
+                ),
                 clock_ms=wall_clock_ms,
                 checkpoint=self.log_directory.write_high_watermarks,
                 maintenance=LogMaintenance(
                     retention_check_interval_ms=settings.retention_check_interval_ms,
                     remove_deleted=self.log_directory.remove_deleted_logs,
+                    cleaning=LogCleaning(),
                 ),
                 checkpoint_interval_ms=settings.high_watermark_checkpoint_interval_ms,
                 request_timeout_ms=settings.raft.request_timeout_ms,
             )
             replica_manager = self.replicas
+            self.groups: GroupDriver | None = GroupDriver(
+                GroupCoordinator(settings.groups, rng=self._rng),
+                replicas=self.replicas,
+                image=lambda: self.machine.image,
+                clock_ms=wall_clock_ms,
+                commit_timeout_ms=settings.offsets_commit_timeout_ms,
+            )
+        else:
+            self.groups = None
         self.replica_manager = replica_manager
         self.machine = BrokerMetadataMachine(
             broker_id=settings.node_id,
@@ -191,6 +218,13 @@ class BrokerNode(MetadataNode):
         try:
             await self._run(task_status)
         finally:
+            if self.replicas is not None:
+                try:
+                    # a restart reads each producer's state from here, not from the log since
+                    # the last roll (Kafka snapshots at a clean shutdown too)
+                    self.replicas.core.snapshot_producer_states()
+                except OSError as exc:
+                    logger.warning("producer state snapshots not written at shutdown: %s", exc)
             if self.log_directory is not None:
                 # flushes the logs and writes the checkpoints and the clean-shutdown marker
                 self.log_directory.close(
@@ -226,6 +260,10 @@ class BrokerNode(MetadataNode):
                     peers=self._peer_address,
                     client_id=f"pykraft-replica-fetcher-{self.node_id}",
                 ))
+            if self.groups is not None:
+                await nursery.start(self.groups.run)
+                groups = self.groups
+                self.machine.subscribe(lambda _old, _new: groups.notify())
             listeners, address = await self._bind()
             try:
                 loop = self._lifecycle = self._lifecycle_loop(parts.driver, parts.clock, address)
@@ -294,6 +332,25 @@ class BrokerNode(MetadataNode):
             client_id=f"pykraft-broker-{self.node_id}",
         )
         return self.controller_channel
+
+    async def _allocate_producer_ids(self) -> ProducerIdBlock:
+        """A block of producer ids from the active controller (AllocateProducerIds)."""
+        request = AllocateProducerIdsRequest(
+            broker_id=self.node_id, broker_epoch=self.broker_epoch
+        )
+        try:
+            response = await self.controller_channel.call(
+                request,
+                lane=ControllerLane.PRODUCER_IDS,
+                timeout_ms=self.settings.raft.request_timeout_ms,
+            )
+        except ControllerUnavailableError as exc:
+            raise BlockUnavailableError(str(exc)) from exc
+        if response.error_code != Errors.NONE:
+            raise BlockUnavailableError(
+                f"AllocateProducerIds answered {Errors(response.error_code).name}"
+            )
+        return ProducerIdBlock(response.producer_id_start, response.producer_id_len)
 
     def _peer_address(self, broker_id: int) -> PeerAddress | None:
         """Where another broker takes replica fetches: its inter-broker listener."""
@@ -364,6 +421,16 @@ class BrokerNode(MetadataNode):
             replicas=self.replicas,
             log_dir=settings.data_log_dir,
             auto_create_topics=settings.auto_create_topics,
+            producer_ids=None if self.replicas is None else ProducerIdSource(
+                self._allocate_producer_ids, nursery, wait_ms=settings.raft.request_timeout_ms
+            ),
+            groups=self.groups,
+            offsets_topic=OffsetsTopicCreator(
+                forwarder, nursery,
+                partitions=settings.offsets_topic.partitions,
+                replication_factor=settings.offsets_topic.replication_factor,
+                segment_bytes=settings.offsets_topic.segment_bytes,
+            ),
         )
         await serve_listener(nursery, listeners, router, max_frame_bytes=settings.max_request_bytes)
         logger.info("broker %d ready: %s", self.node_id, address)

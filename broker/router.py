@@ -33,11 +33,19 @@ import trio
 
 from broker.api.configs import describe_configs_here
 from broker.api.forwarding import FORWARDED_APIS, ControllerForwarder
+from broker.api.groups import (
+    GROUP_APIS,
+    GROUP_COORDINATOR_APIS,
+    OffsetsTopicCreator,
+    find_coordinator,
+)
 from broker.api.log_dirs import describe_log_dirs
 from broker.api.metadata import ListenerView, describe_cluster_response
 from broker.api.metadata_cache import MetadataAnswerCache
 from broker.api.offsets import list_offsets, offsets_for_leader_epochs
+from broker.api.producer_ids import ProducerIdSource
 from broker.auto_topics import AutoTopicCreator
+from broker.group.driver import GroupDriver
 from broker.replica.driver import ReplicaDriver
 from quorum.controller.image import MetadataImage
 from quorum.controller.results import ControllerConfig
@@ -80,6 +88,8 @@ DATA_PLANE_APIS: Final = frozenset({
     ApiKey.OFFSET_FOR_LEADER_EPOCH,
     ApiKey.DESCRIBE_LOG_DIRS,
     ApiKey.DELETE_RECORDS,
+    ApiKey.INIT_PRODUCER_ID,  # idempotent producers: the replicas keep their state
+    *GROUP_APIS,  # the group coordinator keeps its groups in partitions this broker leads
 })
 BROKER_LISTENER_APIS: Final = _LOCAL_APIS | FORWARDED_APIS | DATA_PLANE_APIS
 
@@ -116,6 +126,9 @@ class BrokerRouter(ListenerRouter):
         replicas: ReplicaDriver | None = None,
         log_dir: Path | None = None,
         auto_create_topics: bool = False,
+        producer_ids: ProducerIdSource | None = None,
+        groups: GroupDriver | None = None,
+        offsets_topic: OffsetsTopicCreator | None = None,
     ) -> None:
         super().__init__(
             ListenerApis(
@@ -125,11 +138,16 @@ class BrokerRouter(ListenerRouter):
             )
         )
         assert (forwarder is None) == (nursery is None), "a forwarder needs a nursery"
+        assert (replicas is None) == (producer_ids is None), "a data plane hands out producer ids"
+        assert (replicas is None) == (groups is None), "a data plane coordinates groups"
         self._view = view
         self._image = image
         self._forwarder = forwarder
         self._nursery = nursery
         self._replicas = replicas
+        self._producer_ids = producer_ids
+        self._groups = groups
+        self._offsets_topic = offsets_topic
         self._auto_topics = (
             AutoTopicCreator(forwarder, nursery)
             if auto_create_topics and forwarder is not None and nursery is not None
@@ -156,6 +174,9 @@ class BrokerRouter(ListenerRouter):
                 ApiKey.OFFSET_FOR_LEADER_EPOCH: self._answered(self._offsets_for_leader_epochs),
                 ApiKey.DESCRIBE_LOG_DIRS: self._answered(self._describe_log_dirs),
                 ApiKey.DELETE_RECORDS: self._delete_records,
+                ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
+                ApiKey.FIND_COORDINATOR: self._answered(self._find_coordinator),
+                **{key: self._group_request for key in GROUP_COORDINATOR_APIS},
             }
         assert self._handlers.keys() == self.table.keys(), "advertised = handled"
 
@@ -220,6 +241,32 @@ class BrokerRouter(ListenerRouter):
         assert self._replicas is not None
         # waits in the core's purgatory for the replicas; later requests are read meanwhile
         self._replicas.delete_records(conn.new_slot(header), message)
+
+    async def _init_producer_id(
+        self, conn: ServerConnection, header: RequestHeader, message: Any
+    ) -> None:
+        assert self._producer_ids is not None and self._nursery is not None
+        # may wait for a block from the controller: later requests are read meanwhile
+        self._nursery.start_soon(self._producer_id_answered, conn.new_slot(header), message)
+
+    async def _producer_id_answered(self, slot: ResponseSlot, message: Any) -> None:
+        assert self._producer_ids is not None
+        slot.complete(await self._producer_ids.init_producer_id(message))
+
+    async def _find_coordinator(self, version: int, message: Any) -> Any:
+        return find_coordinator(
+            self._image(), message, version,
+            listener_name=self._view.listener_name, creator=self._offsets_topic,
+        )
+
+    async def _group_request(
+        self, conn: ServerConnection, header: RequestHeader, message: Any
+    ) -> None:
+        assert self._groups is not None
+        # answered when the coordinator says (a JoinGroup waits for the rebalance); the next
+        # requests of the connection are read meanwhile and answered in order
+        host = conn.peer.rsplit(":", 1)[0]  # Kafka shows the address as InetAddress does: "/host"
+        self._groups.handle(conn.new_slot(header), header, message, client_host=f"/{host}")
 
     async def _common(self, version: int, message: Any) -> Any:
         return await self.apis.answer_common(

@@ -22,6 +22,7 @@ from typing import Final
 import attrs
 
 from broker.errors import BrokerStartupError
+from broker.group.config import GroupCoordinatorConfig
 from broker.replica import ReplicaConfig
 from quorum.config import Endpoint, SecurityProtocol, ServerConfig
 from quorum.controller.results import ControllerConfig
@@ -40,7 +41,9 @@ __all__ = [
     "SECURITY_PROTOCOL_CODES",
     "BrokerListener",
     "BrokerSettings",
+    "OffsetsTopicSettings",
     "broker_settings",
+    "group_coordinator_config",
 ]
 
 # Kafka's SecurityProtocol ids, as BrokerRegistration carries them
@@ -94,6 +97,10 @@ class BrokerSettings(RaftNodeSettings):
     retention_check_interval_ms: int
     data_plane: bool  # broker.data.plane.enable
     auto_create_topics: bool  # auto.create.topics.enable
+    # the group coordinator (group.*, offsets.*) and its __consumer_offsets topic
+    groups: GroupCoordinatorConfig
+    offsets_topic: OffsetsTopicSettings
+    offsets_commit_timeout_ms: int
 
     @property
     def served_listener(self) -> BrokerListener:
@@ -144,6 +151,13 @@ def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
         retention_check_interval_ms=config.log_retention_check_interval_ms,
         data_plane=config.broker_data_plane_enable,
         auto_create_topics=config.auto_create_topics_enable,
+        groups=group_coordinator_config(config),
+        offsets_topic=OffsetsTopicSettings(
+            partitions=config.offsets_topic_num_partitions,
+            replication_factor=config.offsets_topic_replication_factor,
+            segment_bytes=config.offsets_topic_segment_bytes,
+        ),
+        offsets_commit_timeout_ms=config.offsets_commit_timeout_ms,
         metadata_partition_dir=Path(config.metadata_log_dir) / METADATA_PARTITION_DIR,
         raft=metadata_raft_config(config),
         log=metadata_log_config(config),
@@ -152,6 +166,34 @@ def broker_settings(config: ServerConfig, cluster_id: str) -> BrokerSettings:
         snapshot_max_interval_ms=config.metadata_snapshot_max_interval_ms,
         metrics_listener=config.metrics_http_listener,
         reconnect_backoff_max_ms=reconnect_backoff_max_ms(config),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class OffsetsTopicSettings:
+    """How ``__consumer_offsets`` is created on first use (``offsets.topic.*``)."""
+
+    partitions: int
+    replication_factor: int
+    segment_bytes: int
+
+
+def group_coordinator_config(config: ServerConfig) -> GroupCoordinatorConfig:
+    """The group coordinator's settings (Kafka's ``group.*`` and ``offsets.*`` keys)."""
+    if config.group_min_session_timeout_ms > config.group_max_session_timeout_ms:
+        raise BrokerStartupError(
+            f"group.min.session.timeout.ms={config.group_min_session_timeout_ms} is above "
+            f"group.max.session.timeout.ms={config.group_max_session_timeout_ms}"
+        )
+    return GroupCoordinatorConfig(
+        min_session_timeout_ms=config.group_min_session_timeout_ms,
+        max_session_timeout_ms=config.group_max_session_timeout_ms,
+        initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+        max_size=config.group_max_size,
+        offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+        offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+        offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+        offsets_topic_num_partitions=config.offsets_topic_num_partitions,
     )
 
 
@@ -169,6 +211,8 @@ def replica_config(config: ServerConfig) -> ReplicaConfig:
         min_insync_replicas=config.min_insync_replicas,
         message_max_bytes=config.message_max_bytes,
         log_append_time=config.log_message_timestamp_type == "LogAppendTime",
+        producer_id_expiration_ms=config.producer_id_expiration_ms,
+        producer_id_expiration_check_interval_ms=config.producer_id_expiration_check_interval_ms,
     )
 
 

@@ -2,13 +2,18 @@
 
 Prints the records of ``--topic`` on stdout, formatted as Kafka's
 ``DefaultMessageFormatter`` does (``cli.message_formatter``; ``--property
-print.key=true`` and friends). Without consumer groups (they come later),
-the consumer is assigned partitions instead of subscribing: ``--partition
-N`` alone, or every partition the topic has when it starts (partitions
-added later are not followed). Where each starts: ``--offset
+print.key=true`` and friends). With ``--group`` (or a ``group.id``
+consumer property) the consumer subscribes to the topic as a member of
+that group: it reads the partitions the group gives it, from the group's
+committed offsets, and commits as it goes (``enable.auto.commit``, unless a
+property turns it off). Without a group (where Kafka makes up a throwaway
+``console-consumer-N`` group) it is assigned partitions instead:
+``--partition N`` alone, or every partition the topic has when it starts
+(partitions added later are not followed). Where each starts: ``--offset
 earliest|latest|N`` with ``--partition``; else ``--from-beginning``
 (``auto.offset.reset=earliest``) or the end of the log (``latest``, or the
-``auto.offset.reset`` of ``--consumer-property``).
+``auto.offset.reset`` of ``--consumer-property``), for a group only where
+it has no committed offset.
 
 It ends after ``--max-messages`` records, after ``--timeout-ms`` without a
 record (exit status 0, as Kafka's), on Ctrl-C (status 130, as the JVM
@@ -55,8 +60,6 @@ _INTERRUPTED: Final = 130
 # how long one poll waits when no --timeout-ms bounds the run
 _IDLE_POLL_MS: Final = 1000
 _TOPIC_RETRY_S: Final = 0.5
-_GROUPS: Final = ("consumer groups come with a later release: use --partition, or read every "
-                  "partition (the default)")
 
 StartOffset = Literal["earliest", "latest"] | int
 
@@ -127,16 +130,16 @@ def _check(options: ConsumerOptions) -> str:
         raise ConsoleOptionError("The partition is required when offset is specified.")
     if not options.bootstrap_server or not options.bootstrap_server.strip():
         raise ConsoleOptionError('Missing required argument "[bootstrap-server]"')
-    if options.group is not None:
-        raise ConsoleOptionError(f"--group is not supported yet: {_GROUPS}")
     return options.topic
 
 
 def _consumer_properties(options: ConsumerOptions) -> dict[str, str]:
-    properties = load_properties(options.consumer_config)
-    properties.update(parse_key_value_args(options.consumer_properties))
-    if "group.id" in properties:
-        raise ConsoleOptionError(f"group.id is not supported yet: {_GROUPS}")
+    from_file = load_properties(options.consumer_config)
+    extra = parse_key_value_args(options.consumer_properties)
+    properties = from_file | extra
+    _check_group(options, from_file, extra)
+    if options.group is not None:
+        properties["group.id"] = options.group
     reset = properties.get("auto.offset.reset")
     if reset is None:
         properties["auto.offset.reset"] = "earliest" if options.from_beginning else "latest"
@@ -150,6 +153,21 @@ def _consumer_properties(options: ConsumerOptions) -> dict[str, str]:
     properties.setdefault("client.id", "console-consumer")
     merge_option(properties, "isolation.level", options.isolation_level, "read_uncommitted")
     return properties
+
+
+def _check_group(options: ConsumerOptions, from_file: dict[str, str],
+                 extra: dict[str, str]) -> None:
+    """Kafka's ConsoleConsumerOptions.checkConsumerGroup."""
+    given = [options.group, from_file.get("group.id"), extra.get("group.id")]
+    groups = list(dict.fromkeys(g for g in given if g is not None))
+    if len(groups) > 1:
+        raise ConsoleOptionError(
+            "The group ids provided in different places (directly using '--group', via "
+            "'--consumer-property', or via '--consumer.config') do not match. Detected group "
+            "ids: " + ", ".join(f"'{g}'" for g in groups)
+        )
+    if groups and options.partition is not None:
+        raise ConsoleOptionError("Options group and partition cannot be specified together.")
 
 
 def consumer_plan(options: ConsumerOptions) -> ConsumerPlan:
@@ -257,7 +275,10 @@ async def _consume(plan: ConsumerPlan, out: io.BufferedIOBase, progress: _Progre
     # nothing raised crosses the consumer's `async with`: its nursery would wrap it in a group
     async with Consumer(consumer_settings(plan.properties)) as consumer:
         try:
-            _seek(consumer, plan, await _partitions(plan, deadline))
+            if "group.id" in plan.properties:
+                consumer.subscribe([plan.topic])
+            else:
+                _seek(consumer, plan, await _partitions(plan, deadline))
             await _read(consumer, plan, out, progress)
         except _TimedOut:
             progress.timed_out = True
@@ -319,11 +340,11 @@ def _run(plan: ConsumerPlan) -> _Progress:
 @click.option("--consumer.config", "consumer_config", help="A consumer properties file.")
 @click.option("--isolation-level", help="read_uncommitted (read_committed needs transactions, "
               "not supported yet).")
-@click.option("--group", help="Not supported yet: consumer groups come later.")
+@click.option("--group", help="The consumer group to read as a member of.")
 @click.option("--skip-message-on-error", is_flag=True, expose_value=False,
               help="Accepted; printing a record cannot fail here.")
-@refused_option("--include", "topic patterns need subscriptions, which come with consumer "
-                "groups: name one --topic")
+@refused_option("--include", "topic patterns are not offered by this tool yet: name one "
+                "--topic")
 @refused_option("--formatter", "only the default formatter (DefaultMessageFormatter) is "
                 "offered: choose what it prints with --property")
 @refused_option("--key-deserializer", "keys are printed as their bytes")

@@ -10,6 +10,7 @@ import click
 
 from cli.console_consumer import console_consumer
 from cli.console_producer import console_producer
+from cli.consumer_groups import consumer_groups
 from cli.dev import dev
 from cli.leader_election import leader_election
 from cli.metadata_quorum import metadata_quorum
@@ -39,6 +40,7 @@ kraft.add_command(reassign_partitions)
 kraft.add_command(leader_election)
 kraft.add_command(console_producer)
 kraft.add_command(console_consumer)
+kraft.add_command(consumer_groups)
 
 
 def main() -> None:

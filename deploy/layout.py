@@ -147,6 +147,9 @@ def link_proxies(nodes: list[NodeLayout]) -> dict[tuple[int, int], LinkProxy]:
     }
 
 
+_OFFSETS_REPLICATION_FACTOR = 3  # Kafka's offsets.topic.replication.factor
+
+
 def _voters(node: NodeLayout, nodes: list[NodeLayout],
             proxies: Mapping[tuple[int, int], LinkProxy]) -> str:
     entries = []
@@ -171,6 +174,11 @@ def node_properties(node: NodeLayout, nodes: list[NodeLayout], spec: ClusterSpec
     }
     if node.metrics_port is not None:
         properties["metrics.http.listener"] = f"{node.host}:{node.metrics_port}"
+    brokers = sum(1 for n in nodes if n.is_broker)
+    if 0 < brokers < _OFFSETS_REPLICATION_FACTOR:
+        # Kafka's 3 replicas of __consumer_offsets need 3 brokers; a smaller cluster would
+        # answer every FindCoordinator with COORDINATOR_NOT_AVAILABLE
+        properties["offsets.topic.replication.factor"] = str(brokers)
     if spec.test_profile:
         properties.update(TEST_PROFILE_OVERRIDES)
     properties.update(spec.properties)

@@ -7,7 +7,9 @@ Usage::
 
 ``KAFKA_SCHEMA_DIR`` is a directory holding Kafka's message schema files
 (``clients/src/main/resources/common/message/*.json`` and
-``raft/src/main/resources/common/message/*.json`` in apache/kafka).  The schemas
+``raft/src/main/resources/common/message/*.json`` in apache/kafka, with the
+group coordinator's ``__consumer_offsets`` record schemas from
+``group-coordinator/src/main/resources/common/message/*.json`` beside them).  The schemas
 are never committed here; only the generated declaration modules are.
 ``--check`` regenerates in memory and exits 1 if a committed module differs.
 
@@ -17,7 +19,8 @@ tags and tagged versions, ignorable flags and defaults.  What it drops: the
 fields that exist only outside the version range we declare for a message.
 
 Facts the schema snapshot lacks are applied as patches in :data:`PATCHES`
-(Vote v2 / KIP-996: ``PreVote`` and the Candidate* -> Replica* renames).
+(Vote v2 / KIP-996: ``PreVote`` and the Candidate* -> Replica* renames;
+DescribeGroups v6 / KIP-1043: ``ErrorMessage``).
 """
 
 from __future__ import annotations
@@ -75,6 +78,26 @@ MODULES: dict[str, list[tuple[str, int, int]]] = {
     ],
     "configs": [("IncrementalAlterConfigs", 0, 1), ("DescribeConfigs", 0, 4)],
     "allocate_producer_ids": [("AllocateProducerIds", 0, 0)],
+    # The classic group APIs at Kafka 4.x's broker ranges (KIP-896 removed
+    # OffsetCommit v0-1 and OffsetFetch v0; JoinGroup v0-1 and FindCoordinator
+    # v0 stay for old librdkafka).  OffsetCommit/OffsetFetch v10 (topic ids,
+    # KIP-848) are left out as every other topic-id version is.
+    "find_coordinator": [("FindCoordinator", 0, 6)],
+    "group_membership": [
+        ("JoinGroup", 0, 9),
+        ("SyncGroup", 0, 5),
+        ("Heartbeat", 0, 4),
+        ("LeaveGroup", 0, 5),
+    ],
+    "group_offsets": [("OffsetCommit", 2, 9), ("OffsetFetch", 1, 9), ("OffsetDelete", 0, 0)],
+    "group_admin": [("ListGroups", 0, 5), ("DescribeGroups", 0, 6), ("DeleteGroups", 0, 2)],
+    # __consumer_offsets records: key version 0/1 = offset commit, 2 = group metadata
+    "group_records": [
+        ("OffsetCommitKey", 0, 1),
+        ("OffsetCommitValue", 0, 4),
+        ("GroupMetadataKey", 2, 2),
+        ("GroupMetadataValue", 0, 4),
+    ],
     "unregister_broker": [("UnregisterBroker", 0, 0)],
     "metadata_records": [
         ("RegisterBrokerRecord", 0, 3),
@@ -132,6 +155,17 @@ MODULE_DOCS: dict[str, str] = {
     "configs": "IncrementalAlterConfigs (44) and DescribeConfigs (32): resource configs.",
     "allocate_producer_ids": "AllocateProducerIds (67): blocks of producer ids for brokers.",
     "unregister_broker": "UnregisterBroker (64): remove a broker's registration.",
+    "find_coordinator": "FindCoordinator (10): which broker coordinates a group.",
+    "group_membership": (
+        "JoinGroup (11), SyncGroup (14), Heartbeat (12) and LeaveGroup (13): classic\n"
+        "consumer group membership."
+    ),
+    "group_offsets": "OffsetCommit (8), OffsetFetch (9) and OffsetDelete (47): committed offsets.",
+    "group_admin": "ListGroups (16), DescribeGroups (15) and DeleteGroups (42): group admin.",
+    "group_records": (
+        "The group coordinator's __consumer_offsets records: offset commits and group\n"
+        "metadata (key and value data schemas)."
+    ),
     "metadata_records": (
         "KRaft metadata records (the __cluster_metadata log's state-machine records)."
     ),
@@ -233,9 +267,33 @@ def patch_vote_v2(schema: Schema) -> None:
             f["fields"].append({"name": "PreVote", "type": "bool", "versions": "2+"})
 
 
+def patch_describe_groups_v6(schema: Schema) -> None:
+    """KIP-1043 (Kafka 4.0): DescribeGroups v6 answers an unknown group with
+    GROUP_ID_NOT_FOUND and adds a nullable ``ErrorMessage`` to each group."""
+    if schema["validVersions"] != "0-5":
+        return  # the schema already knows v6: trust it
+    schema["validVersions"] = "0-6"
+    if schema["type"] != "response":
+        return
+    groups = next(f for f in schema["fields"] if f["name"] == "Groups")
+    at = next(i for i, f in enumerate(groups["fields"]) if f["name"] == "ErrorCode") + 1
+    groups["fields"].insert(
+        at,
+        {
+            "name": "ErrorMessage",
+            "type": "string",
+            "versions": "6+",
+            "nullableVersions": "6+",
+            "default": "null",
+        },
+    )
+
+
 PATCHES: dict[str, Callable[[Schema], None]] = {
     "VoteRequest": patch_vote_v2,
     "VoteResponse": patch_vote_v2,
+    "DescribeGroupsRequest": patch_describe_groups_v6,
+    "DescribeGroupsResponse": patch_describe_groups_v6,
 }
 
 
@@ -436,7 +494,8 @@ def render_module(module: str, schema_dir: Path) -> tuple[str, list[str]]:
     registrations = []
     for api, lo, hi in entries:
         em.low, em.high = lo, hi
-        kinds = ("Request", "Response") if not api.endswith(("Message", "Record")) else ("",)
+        is_data = api.endswith(("Message", "Record", "Key", "Value"))
+        kinds = ("Request", "Response") if not is_data else ("",)
         for kind in kinds:
             emit_message(em, load_schema(schema_path(schema_dir, f"{api}{kind}")), lo, hi)
         if kinds != ("",):

@@ -39,6 +39,7 @@ from quorum.controller.image import (
 )
 from quorum.controller.partition_map import items_in_order
 from quorum.controller.slicing import build_at_once
+from quorum.controller.topic_names import INTERNAL_TOPICS
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     DescribeClusterRequest,
@@ -71,7 +72,6 @@ R_co = TypeVar("R_co", covariant=True)
 
 BROKER_ENDPOINT_TYPE: Final = 1
 CONTROLLER_ENDPOINT_TYPE: Final = 2
-_INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 @attrs.frozen(kw_only=True)
@@ -288,7 +288,7 @@ class MetadataAnswerBuilder(Generic[R]):
         return MetadataResponseTopic(
             name=topic.name,
             topic_id=topic.topic_id,
-            is_internal=topic.name in _INTERNAL_TOPICS,
+            is_internal=topic.name in INTERNAL_TOPICS,
             partitions=tuple(partitions),
         )
 

@@ -7,12 +7,19 @@ Kafka's concepts, setting names and defaults (``bootstrap.servers``, ``acks``,
   do: ``settings`` (Kafka-style properties to typed settings), ``cluster``
   (the metadata view and when to refresh it), ``accumulator`` and
   ``produce_core`` (batching, per-broker requests, retry decisions),
+  ``idempotence`` (producer id, epoch and sequences of the idempotent producer),
   ``positions``, ``fetch_core``, ``fetch_records`` and ``columns`` (fetch
   positions, resets, KIP-320 validation, reading fetched batches),
   ``leader_epochs`` (OffsetForLeaderEpoch as a consumer asks it), the
-  admin's ``admin_requests``, and ``partitioner`` (murmur2, sticky);
-* **trio shells**: ``Producer``, ``Consumer`` and ``Admin`` over
-  ``network`` (one connection per broker, metadata refreshes);
+  admin's ``admin_requests``, ``partitioner`` (murmur2, sticky), and for
+  consumer groups ``group_core`` (membership), ``consumer_protocol``
+  (subscription and assignment bytes), ``assignors`` and
+  ``sticky_assignor`` (range, roundrobin, cooperative-sticky) and
+  ``group_requests``;
+* **trio shells**: ``Producer`` (with ``init_producer_id``), ``Consumer`` (with
+  ``group_member`` for a group) and ``Admin`` (with ``admin_groups``) over
+  ``network`` (one connection per broker, metadata refreshes) and
+  ``group_calls`` (requests to a group's coordinator);
 * **blocking front-ends**: ``BlockingProducer``, ``BlockingConsumer`` and
   ``BlockingAdmin``, each running its trio client in a thread of its own.
 
@@ -20,7 +27,9 @@ Unit tests (``tests/unit/broker/client/``) cover every core, the trio
 producer and consumer and the blocking front-ends against a fake data plane
 on loopback sockets (``fake_broker.py``: a test double, no replication, no
 OffsetForLeaderEpoch), and the admin calls that need no data plane against
-a real controller and broker.
+a real controller and broker. The group cores (membership, assignors,
+consumer protocol) are tested directly; the group shells against a real
+cluster in ``tests/integration/test_client_groups.py``.
 
 End-to-end tests with the real data plane (brokers serving Produce, Fetch,
 ListOffsets, OffsetForLeaderEpoch, DeleteRecords and DescribeLogDirs) come
@@ -51,8 +60,15 @@ with the short-timeout profile:
   tools and the Spark source built on them.
 """
 
-from broker.client.accumulator import ProducerBatch, ReadyCheck, RecordAccumulator, record_size
+from broker.client.accumulator import (
+    ProducerBatch,
+    ProducerIdAndEpoch,
+    ReadyCheck,
+    RecordAccumulator,
+    record_size,
+)
 from broker.client.admin import Admin
+from broker.client.admin_groups import ConsumerGroupDescription, GroupListing, MemberDescription
 from broker.client.admin_types import (
     AlterConfigOp,
     ClusterDescription,
@@ -71,8 +87,14 @@ from broker.client.admin_types import (
     ResourceType,
     TopicDescription,
 )
+from broker.client.assignors import RangeAssignor, RebalanceProtocol, RoundRobinAssignor
 from broker.client.backoff import ExponentialBackoff
-from broker.client.blocking import BlockingAdmin, BlockingConsumer, BlockingProducer
+from broker.client.blocking import (
+    BlockingConsumer,
+    BlockingProducer,
+    BlockingRebalanceListener,
+)
+from broker.client.blocking_admin import BlockingAdmin
 from broker.client.cluster import (
     STALE_METADATA_ERRORS,
     BrokerInfo,
@@ -86,6 +108,7 @@ from broker.client.columns import RecordColumns, decode_columns
 from broker.client.consumer import Consumer
 from broker.client.errors import (
     ClientClosedError,
+    CommitFailedError,
     KafkaError,
     KafkaTimeoutError,
     LogTruncationError,
@@ -95,6 +118,9 @@ from broker.client.errors import (
 from broker.client.fetch_core import FetchCore, FetchPlan, ResetPlan, ValidationPlan
 from broker.client.fetch_records import CompletedFetch, FetchedBatch
 from broker.client.futures import RecordFuture
+from broker.client.group_core import GroupCore, MemberState
+from broker.client.group_member import ConsumerRebalanceListener
+from broker.client.idempotence import IdempotenceManager, InitOutcome
 from broker.client.partitioner import (
     StickyPartitioner,
     murmur2,
@@ -114,8 +140,10 @@ from broker.client.settings import (
     consumer_settings,
     producer_settings,
 )
+from broker.client.sticky_assignor import CooperativeStickyAssignor
 from broker.client.types import (
     ConsumerRecord,
+    OffsetAndMetadata,
     OffsetAndTimestamp,
     RecordMetadata,
     TimestampType,
@@ -130,17 +158,22 @@ __all__ = [
     "BlockingAdmin",
     "BlockingConsumer",
     "BlockingProducer",
+    "BlockingRebalanceListener",
     "BrokerInfo",
     "ClientClosedError",
     "ClusterDescription",
     "ClusterView",
+    "CommitFailedError",
     "CompletedFetch",
     "ConfigEntry",
     "ConfigResource",
     "ConfigSource",
     "Consumer",
+    "ConsumerGroupDescription",
+    "ConsumerRebalanceListener",
     "ConsumerRecord",
     "ConsumerSettings",
+    "CooperativeStickyAssignor",
     "Decision",
     "ElectionType",
     "ExponentialBackoff",
@@ -149,15 +182,22 @@ __all__ = [
     "FetchPosition",
     "FetchState",
     "FetchedBatch",
+    "GroupCore",
+    "GroupListing",
+    "IdempotenceManager",
+    "InitOutcome",
     "IsolationLevel",
     "KafkaError",
     "KafkaTimeoutError",
     "LogDirDescription",
     "LogTruncationError",
+    "MemberDescription",
+    "MemberState",
     "MetadataTracker",
     "NewPartitions",
     "NewTopic",
     "NoOffsetForPartitionError",
+    "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "OffsetOutOfRangeError",
     "OffsetResetStrategy",
@@ -169,8 +209,11 @@ __all__ = [
     "Positions",
     "Producer",
     "ProducerBatch",
+    "ProducerIdAndEpoch",
     "ProducerSettings",
+    "RangeAssignor",
     "ReadyCheck",
+    "RebalanceProtocol",
     "RecordAccumulator",
     "RecordColumns",
     "RecordFuture",
@@ -178,6 +221,7 @@ __all__ = [
     "ReplicaLogInfo",
     "ResetPlan",
     "ResourceType",
+    "RoundRobinAssignor",
     "StickyPartitioner",
     "TimestampType",
     "TopicDescription",

@@ -17,14 +17,22 @@ What Kafka's ``RecordAccumulator`` decides, with ``now_ms`` given:
   ``max.request.size`` (one batch always goes, whatever its size).
 * **Completion.** A batch completes (record offsets are the base offset
   plus the record's index), fails, is re-queued at the front of its
-  partition (a retry keeps its place in the order) or is split in two
-  (MESSAGE_TOO_LARGE for a batch of several records). Batches that waited
-  in the queue past ``delivery.timeout.ms`` expire.
+  partition (a retry keeps its place in the order; a batch with a sequence
+  goes in sequence order among the queued batches that have one, as Kafka's
+  ``insertInSequenceOrder``) or is split in two (MESSAGE_TOO_LARGE for a
+  batch of several records; the halves take over the batch's sequence
+  range). Batches that waited in the queue past ``delivery.timeout.ms``
+  expire.
+* **Idempotence.** With a ``SequenceGate`` (``idempotence.IdempotenceManager``)
+  a partition's queue head waits while the gate ``holds`` it, and a drained
+  batch gets its producer id, epoch and base sequence from ``drained``.
 
-Each batch is encoded once, when first drained, with ``build_batch``
-(base offset 0, producer id -1: neither idempotent nor transactional); a
-retry resends the same bytes. Each record carries an opaque ``ticket`` from
-the front-end (its future), handed back with its outcome.
+Each batch is encoded when drained, with ``build_batch`` (base offset 0;
+producer id, epoch and base sequence -1 unless idempotent, never
+transactional); a retry resends the same bytes unless the idempotent
+producer rewrote the batch's sequence (an epoch bump), which encodes it
+anew. Each record carries an opaque ``ticket`` from the front-end (its
+future), handed back with its outcome.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 
@@ -44,15 +52,40 @@ from quorum.wire.compression import Compression
 from quorum.wire.records import Header, Record, build_batch
 
 __all__ = [
+    "NO_SEQUENCE",
     "Outcome",
     "ProducerBatch",
+    "ProducerIdAndEpoch",
     "ReadyCheck",
     "RecordAccumulator",
+    "SequenceGate",
+    "increment_sequence",
     "record_size",
 ]
 
 Outcome = tuple[Any, "RecordMetadata | KafkaError"]
 _NEVER: Final = float("inf")
+NO_SEQUENCE: Final = -1
+_INT_MAX: Final = 2**31 - 1
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """``sequence + increment``, wrapping past 2**31 - 1 to 0 (Kafka's incrementSequence)."""
+    if sequence > _INT_MAX - increment:
+        return increment - (_INT_MAX - sequence) - 1
+    return sequence + increment
+
+
+@attrs.frozen
+class ProducerIdAndEpoch:
+    """An idempotent producer's identity; -1 / -1 before InitProducerId answered."""
+
+    producer_id: int = -1
+    epoch: int = -1
+
+    @property
+    def is_valid(self) -> bool:
+        return self.producer_id >= 0
 
 
 def _varint_size(value: int) -> int:
@@ -104,10 +137,35 @@ class ProducerBatch:
     attempts: int = 0
     retry_at_ms: float | None = None
     payload: bytes | None = None
+    # idempotence: set when first drained, kept across retries
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = NO_SEQUENCE
+    # the sequence was rewritten (an epoch bump) since the batch was last drained
+    # (Kafka's ``reopened``)
+    sequence_reset: bool = False
 
     @property
     def record_count(self) -> int:
         return len(self.values)
+
+    @property
+    def has_sequence(self) -> bool:
+        return self.base_sequence != NO_SEQUENCE
+
+    @property
+    def last_sequence(self) -> int:
+        return self.base_sequence + self.record_count - 1
+
+    def set_producer_state(self, id_and_epoch: ProducerIdAndEpoch, base_sequence: int) -> None:
+        self.producer_id, self.producer_epoch = id_and_epoch.producer_id, id_and_epoch.epoch
+        self.base_sequence = base_sequence
+        self.payload = None  # the header fields changed (and the CRC covers them)
+
+    def reset_producer_state(self, id_and_epoch: ProducerIdAndEpoch, base_sequence: int) -> None:
+        """A new id, epoch or sequence for a batch that may have been sent already."""
+        self.set_producer_state(id_and_epoch, base_sequence)
+        self.sequence_reset = True
 
     def encode(self, compression: Compression) -> bytes:
         """The v2 batch bytes, built on first use and kept for retries."""
@@ -123,7 +181,11 @@ class ProducerBatch:
                 )
                 for i in range(len(self.values))
             ]
-            self.payload = build_batch(records, compression=compression, base_timestamp=base)
+            self.payload = build_batch(
+                records, compression=compression, base_timestamp=base,
+                producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                base_sequence=self.base_sequence,
+            )
         return self.payload
 
 
@@ -136,6 +198,28 @@ class ReadyCheck:
     unknown_leader_topics: frozenset[str]
 
 
+class SequenceGate(Protocol):
+    """The idempotent producer's say in draining (``idempotence.IdempotenceManager``)."""
+
+    def holds(self, batch: ProducerBatch) -> bool:
+        """Whether a partition's queue head ``batch`` must wait."""
+        ...
+
+    def drained(self, batch: ProducerBatch) -> None:
+        """``batch`` is taken out to be sent (give it its sequence if it has none)."""
+        ...
+
+
+def _insert_in_sequence_order(queue: deque[ProducerBatch], batch: ProducerBatch) -> None:
+    """Put ``batch`` at the front, behind queued batches with lower sequences."""
+    ahead: list[ProducerBatch] = []
+    if batch.has_sequence:
+        while queue and queue[0].has_sequence and queue[0].base_sequence < batch.base_sequence:
+            ahead.append(queue.popleft())
+    queue.appendleft(batch)
+    queue.extendleft(reversed(ahead))
+
+
 class RecordAccumulator:
     def __init__(
         self,
@@ -146,6 +230,7 @@ class RecordAccumulator:
         delivery_timeout_ms: int,
         compression: Compression = Compression.NONE,
         guarantee_order: bool = False,
+        gate: SequenceGate | None = None,
     ) -> None:
         self.batch_size = batch_size
         self.linger_ms = linger_ms
@@ -153,6 +238,7 @@ class RecordAccumulator:
         self.delivery_timeout_ms = delivery_timeout_ms
         self.compression = compression
         self.guarantee_order = guarantee_order
+        self.gate = gate
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._muted: set[TopicPartition] = set()
         # every batch not yet completed or failed, queued or in flight
@@ -221,8 +307,8 @@ class RecordAccumulator:
             if leader is None:
                 unknown.add(tp.topic)
                 continue
-            if leader.node_id in nodes:
-                continue
+            if leader.node_id in nodes or self._held(queue[0]):
+                continue  # a held partition is looked at again when an answer comes
             wait = self._sendable(queue[0], len(queue), now_ms)
             if wait == 0.0:
                 nodes.add(leader.node_id)
@@ -255,16 +341,25 @@ class RecordAccumulator:
                 continue
             if taken and request_bytes + batch.size_bytes > self.max_request_size:
                 break
+            if self._held(batch):
+                # Kafka stops draining the whole broker here; other partitions need not wait
+                continue
             queue.popleft()
             batch.closed = True
             batch.in_flight = True
             batch.retry_at_ms = None
+            if self.gate is not None:
+                self.gate.drained(batch)
             batch.encode(self.compression)
+            batch.sequence_reset = False
             request_bytes += batch.size_bytes
             taken.append(batch)
             if self.guarantee_order:
                 self._muted.add(tp)
         return taken
+
+    def _held(self, batch: ProducerBatch) -> bool:
+        return self.gate is not None and self.gate.holds(batch)
 
     # -- outcomes ------------------------------------------------------------------------
 
@@ -310,14 +405,22 @@ class RecordAccumulator:
         batch.attempts += 1
         batch.retry_at_ms = now_ms + backoff_ms
         self._muted.discard(batch.tp)
-        self._queues.setdefault(batch.tp, deque()).appendleft(batch)
+        _insert_in_sequence_order(self._queues.setdefault(batch.tp, deque()), batch)
 
     def split(self, batch: ProducerBatch, now_ms: float) -> tuple[ProducerBatch, ProducerBatch]:
-        """Re-queue ``batch`` as two halves (the broker found it too large)."""
+        """Re-queue ``batch`` as two halves (the broker found it too large).
+
+        The broker appended none of it, so the halves take over its sequence
+        range (Kafka's ``ProducerBatch.split``).
+        """
         assert batch.record_count > 1, "a single record cannot be split"
         half = batch.record_count // 2
         first, second = self._part(batch, slice(0, half)), self._part(batch, slice(half, None))
         halves = (first, second)
+        if batch.has_sequence:
+            same = ProducerIdAndEpoch(batch.producer_id, batch.producer_epoch)
+            first.set_producer_state(same, batch.base_sequence)
+            second.set_producer_state(same, increment_sequence(batch.base_sequence, half))
         # the halves' deltas differ from the whole's: keep the buffer count exact
         self.buffered_bytes += (
             first.size_bytes + second.size_bytes - batch.size_bytes - BATCH_HEADER_SIZE
@@ -327,7 +430,7 @@ class RecordAccumulator:
         queue = self._queues.setdefault(batch.tp, deque())
         for part in reversed(halves):
             part.attempts = batch.attempts + 1
-            queue.appendleft(part)
+            _insert_in_sequence_order(queue, part)
             self._incomplete.add(part)
         return first, second
 

@@ -16,7 +16,9 @@ DescribeLogDirs to every broker asked about; DescribeQuorum through any
 broker. With ``bootstrap.controllers`` instead of ``bootstrap.servers``
 (KIP-919) every request goes to the active controller
 (``active_controller``); what only brokers answer (offsets, records, log
-directories) is refused there with UNSUPPORTED_VERSION. Connection failures
+directories, consumer groups) is refused there with UNSUPPORTED_VERSION.
+The consumer group calls (list, describe, delete groups; list, alter,
+delete their offsets) come from ``admin_groups.GroupAdminCalls``. Connection failures
 and retriable errors (NOT_CONTROLLER, NOT_LEADER_OR_FOLLOWER, ...) are
 retried after a metadata refresh (or a new look for the active controller)
 and ``retry.backoff.ms``, until ``default.api.timeout.ms`` (or the call's
@@ -39,6 +41,7 @@ import trio
 
 from broker.client import admin_requests as req
 from broker.client.active_controller import ActiveController, EndpointType
+from broker.client.admin_groups import GroupAdminCalls
 from broker.client.admin_types import (
     AlterConfigOp,
     ClusterDescription,
@@ -91,7 +94,7 @@ _RETRIABLE: Final = frozenset(e for e in Errors if e.retriable)
 _BROKERS_ONLY: Final = "needs bootstrap.servers: only brokers answer it"
 
 
-class Admin:
+class Admin(GroupAdminCalls):
     def __init__(self, config: AdminClientSettings | Mapping[str, str]) -> None:
         settings = self.settings = settings_from(AdminClientSettings, config)
         self.client_id = settings.client_id or f"adminclient-{next(_ids)}"

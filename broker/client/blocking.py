@@ -1,4 +1,5 @@
-"""Blocking front-ends: ``BlockingProducer``, ``BlockingConsumer``, ``BlockingAdmin``.
+"""Blocking front-ends: ``BlockingProducer``, ``BlockingConsumer`` (``BlockingAdmin`` is in
+``blocking_admin``).
 
 Each runs its trio client in a ``LoopThread`` of its own and calls into
 it; each is a context manager whose ``close`` joins that thread. They are
@@ -12,6 +13,12 @@ At most ``_MAX_UNPUMPED`` records wait in that queue; beyond, ``send``
 blocks (up to ``max.block.ms``) until the pump catches up, so a fast
 caller cannot grow memory without bound (``buffer.memory`` bounds the
 rest). A consumer is used by one thread at a time, as Kafka's is.
+
+A ``BlockingRebalanceListener``'s methods run in the consumer's loop thread,
+inside the ``poll`` (or ``close``) that rebalances: they must not call the
+``BlockingConsumer`` (its calls wait for that same thread). With
+``enable.auto.commit`` the consumer commits before it gives partitions up,
+which is what such a listener usually does.
 """
 
 from __future__ import annotations
@@ -21,41 +28,35 @@ import concurrent.futures
 import contextlib
 import functools
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import trio
 
-from broker.client.admin import Admin
-from broker.client.admin_types import (
-    AlterConfigOp,
-    ClusterDescription,
-    ConfigEntry,
-    ConfigResource,
-    ElectionType,
-    LogDirDescription,
-    NewPartitions,
-    NewTopic,
-    PartitionReassignment,
-    TopicDescription,
-)
 from broker.client.consumer import Consumer
 from broker.client.errors import KafkaError, KafkaTimeoutError
 from broker.client.fetch_records import FetchedBatch
 from broker.client.futures import RecordFuture
+from broker.client.group_commits import CommitCallback
+from broker.client.group_member import ConsumerRebalanceListener
 from broker.client.loop_thread import LoopThread
 from broker.client.producer import Producer
 from broker.client.settings import (
-    AdminClientSettings,
     ConsumerSettings,
     ProducerSettings,
     settings_from,
 )
-from broker.client.types import ConsumerRecord, OffsetAndTimestamp, RecordMetadata, TopicPartition
-from quorum.describe import QuorumInfo
+from broker.client.types import (
+    ConsumerRecord,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    RecordMetadata,
+    TopicPartition,
+)
 
-__all__ = ["BlockingAdmin", "BlockingConsumer", "BlockingProducer"]
+__all__ = ["BlockingAdmin", "BlockingConsumer", "BlockingProducer", "BlockingRebalanceListener"]
+
+from broker.client.blocking_admin import BlockingAdmin
 
 _MAX_UNPUMPED: Final = 10_000
 DeliveryFuture = concurrent.futures.Future[RecordMetadata]
@@ -180,6 +181,33 @@ class BlockingProducer:
         self.close()
 
 
+class BlockingRebalanceListener:
+    """``ConsumerRebalanceListener`` for blocking code: plain methods (see the module)."""
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        return None
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        return None
+
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        self.on_partitions_revoked(partitions)
+
+
+class _InLoop(ConsumerRebalanceListener):
+    def __init__(self, listener: BlockingRebalanceListener) -> None:
+        self._listener = listener
+
+    async def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        self._listener.on_partitions_revoked(partitions)
+
+    async def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        self._listener.on_partitions_assigned(partitions)
+
+    async def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        self._listener.on_partitions_lost(partitions)
+
+
 class BlockingConsumer:
     def __init__(self, config: ConsumerSettings | Mapping[str, str]) -> None:
         settings = self.settings = settings_from(ConsumerSettings, config)
@@ -193,6 +221,41 @@ class BlockingConsumer:
 
     def assignment(self) -> set[TopicPartition]:
         return self._loop.call_sync(lambda consumer: consumer.assignment())
+
+    def subscribe(
+        self, topics: Iterable[str] = (), *, pattern: str | None = None,
+        listener: BlockingRebalanceListener | None = None,
+    ) -> None:
+        wanted = list(topics)
+        in_loop = None if listener is None else _InLoop(listener)
+        self._loop.call_sync(
+            lambda consumer: consumer.subscribe(wanted, pattern=pattern, listener=in_loop)
+        )
+
+    def subscription(self) -> set[str]:
+        return self._loop.call_sync(lambda consumer: consumer.subscription())
+
+    def unsubscribe(self) -> None:
+        self._loop.call(lambda consumer: consumer.unsubscribe())
+
+    def commit(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+        timeout_ms: float | None = None,
+    ) -> None:
+        self._loop.call(lambda consumer: consumer.commit(offsets, timeout_ms))
+
+    def commit_async(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None = None,
+        callback: CommitCallback | None = None,
+    ) -> None:
+        """The callback runs in the consumer's loop thread, during a later ``poll``."""
+        self._loop.call_sync(lambda consumer: consumer.commit_async(offsets, callback))
+
+    def committed(
+        self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        tps = list(partitions)
+        return self._loop.call(lambda consumer: consumer.committed(tps, timeout_ms))
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._loop.call_sync(lambda consumer: consumer.seek(tp, offset))
@@ -238,95 +301,6 @@ class BlockingConsumer:
         self._loop.close()
 
     def __enter__(self) -> BlockingConsumer:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
-
-class BlockingAdmin:
-    """``Admin``'s calls, blocking; see ``broker.client.admin`` for what each does."""
-
-    def __init__(self, config: AdminClientSettings | Mapping[str, str]) -> None:
-        settings = self.settings = settings_from(AdminClientSettings, config)
-
-        def open_admin() -> AbstractAsyncContextManager[Admin]:
-            return Admin(settings)
-
-        self._loop: LoopThread[Admin] = LoopThread("pykraft-admin", open_admin)
-
-    def create_topics(self, topics: Sequence[NewTopic], **options: Any) -> dict[str, KafkaError | None]:
-        return self._loop.call(lambda admin: admin.create_topics(topics, **options))
-
-    def delete_topics(self, names: Sequence[str], **options: Any) -> dict[str, KafkaError | None]:
-        return self._loop.call(lambda admin: admin.delete_topics(names, **options))
-
-    def create_partitions(
-        self, topics: Mapping[str, NewPartitions], **options: Any
-    ) -> dict[str, KafkaError | None]:
-        return self._loop.call(lambda admin: admin.create_partitions(topics, **options))
-
-    def list_topics(self, **options: Any) -> list[str]:
-        return self._loop.call(lambda admin: admin.list_topics(**options))
-
-    def describe_topics(self, names: Sequence[str], **options: Any) -> dict[str, TopicDescription]:
-        return self._loop.call(lambda admin: admin.describe_topics(names, **options))
-
-    def describe_cluster(self, **options: Any) -> ClusterDescription:
-        return self._loop.call(lambda admin: admin.describe_cluster(**options))
-
-    def describe_metadata_quorum(self, **options: Any) -> QuorumInfo:
-        return self._loop.call(lambda admin: admin.describe_metadata_quorum(**options))
-
-    def describe_configs(
-        self, resources: Sequence[ConfigResource], **options: Any
-    ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
-        return self._loop.call(lambda admin: admin.describe_configs(resources, **options))
-
-    def incremental_alter_configs(
-        self, changes: Mapping[ConfigResource, Sequence[AlterConfigOp]], **options: Any
-    ) -> dict[ConfigResource, KafkaError | None]:
-        return self._loop.call(lambda admin: admin.incremental_alter_configs(changes, **options))
-
-    def list_offsets(
-        self, specs: Mapping[TopicPartition, int], **options: Any
-    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        return self._loop.call(lambda admin: admin.list_offsets(specs, **options))
-
-    def delete_records(
-        self, before: Mapping[TopicPartition, int], **options: Any
-    ) -> dict[TopicPartition, int]:
-        return self._loop.call(lambda admin: admin.delete_records(before, **options))
-
-    def elect_leaders(
-        self, election: ElectionType, partitions: Iterable[TopicPartition] | None = None,
-        **options: Any,
-    ) -> dict[TopicPartition, KafkaError | None]:
-        return self._loop.call(lambda admin: admin.elect_leaders(election, partitions, **options))
-
-    def alter_partition_reassignments(
-        self, reassignments: Mapping[TopicPartition, Sequence[int] | None], **options: Any
-    ) -> dict[TopicPartition, KafkaError | None]:
-        return self._loop.call(
-            lambda admin: admin.alter_partition_reassignments(reassignments, **options)
-        )
-
-    def list_partition_reassignments(
-        self, partitions: Iterable[TopicPartition] | None = None, **options: Any
-    ) -> dict[TopicPartition, PartitionReassignment]:
-        return self._loop.call(
-            lambda admin: admin.list_partition_reassignments(partitions, **options)
-        )
-
-    def describe_log_dirs(
-        self, broker_ids: Iterable[int] | None = None, **options: Any
-    ) -> dict[int, dict[str, LogDirDescription]]:
-        return self._loop.call(lambda admin: admin.describe_log_dirs(broker_ids, **options))
-
-    def close(self) -> None:
-        self._loop.close()
-
-    def __enter__(self) -> BlockingAdmin:
         return self
 
     def __exit__(self, *_exc: object) -> None:

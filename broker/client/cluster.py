@@ -242,6 +242,12 @@ class MetadataTracker:
                 if topic not in self.view.topics:
                     self.request_update(f"topic {topic} is new to this client")
 
+    def want_all_topics(self, wanted: bool) -> None:
+        """Ask for every topic (a consumer subscribed to a pattern) or only the wanted ones."""
+        if wanted and not self._all_topics:
+            self.request_update("subscribed to a pattern: every topic is needed")
+        self._all_topics = wanted
+
     def retain_topics(self, topics: Iterable[str]) -> None:
         """Forget every wanted topic not in ``topics`` (the consumer's new assignment)."""
         self._wanted.intersection_update(topics)

@@ -1,4 +1,4 @@
-"""``Consumer``: the trio shell of the consumer (manual assignment).
+"""``Consumer``: the trio shell of the consumer (manual assignment or a consumer group).
 
 Usage::
 
@@ -8,6 +8,17 @@ Usage::
         consumer.seek(TopicPartition("orders", 0), 42)
         records = await consumer.poll(timeout_ms=1000)    # [ConsumerRecord, ...]
         batches = await consumer.poll_batches(timeout_ms=1000)  # [FetchedBatch, ...]
+
+    async with Consumer({"bootstrap.servers": "localhost:9092", "group.id": "billing",
+                         "enable.auto.commit": "false"}) as consumer:
+        consumer.subscribe(["orders"])              # or pattern=r"orders-.*"
+        records = await consumer.poll(timeout_ms=1000)
+        await consumer.commit()                     # the positions poll has reached
+
+With a ``group.id``, ``subscribe`` makes the consumer a member of a classic
+consumer group (``group_member.GroupMember`` over ``group_core.GroupCore``):
+``poll`` joins, rebalances and applies assignments, ``commit`` /
+``commit_async`` / ``committed`` talk to the group's coordinator.
 
 The ``FetchCore`` is owned by the task that calls the consumer (Kafka's
 consumer is single-threaded too: one caller at a time, which is checked).
@@ -33,6 +44,7 @@ import trio
 
 from broker.client.background import open_background
 from broker.client.cluster import MetadataTracker
+from broker.client.consumer_groups import EXCLUSIVE, ConsumerGroupApi
 from broker.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError
 from broker.client.fetch_core import (
     EARLIEST_TIMESTAMP,
@@ -43,6 +55,7 @@ from broker.client.fetch_core import (
     ValidationPlan,
 )
 from broker.client.fetch_records import FetchedBatch
+from broker.client.group_member import GroupMember, new_group_core
 from broker.client.leader_epochs import (
     OFFSET_FOR_LEADER_EPOCH_MAX_VERSION,
     can_validate,
@@ -52,7 +65,11 @@ from broker.client.leader_epochs import (
 from broker.client.network import KafkaClient, now_ms
 from broker.client.offsets import list_offsets
 from broker.client.settings import ConsumerSettings, OffsetResetStrategy, settings_from
-from broker.client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
+from broker.client.types import (
+    ConsumerRecord,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
 from quorum.wire.api_keys import ApiKey
 from quorum.wire.error_codes import Errors
 
@@ -62,12 +79,13 @@ _FETCH_KEY: Final = 1
 _FETCH_MIN_VERSION: Final = 4  # record batch v2
 _FETCH_MAX_VERSION: Final = 12  # v13+ names topics by id
 _ids = itertools.count(1)
+_CLOSE_TIMEOUT_MS: Final = 30_000  # Kafka's DEFAULT_CLOSE_TIMEOUT_MS
 T = TypeVar("T")
 P = TypeVar("P")
 Apply = Callable[[], None]
 
 
-class Consumer:
+class Consumer(ConsumerGroupApi):
     def __init__(
         self, config: ConsumerSettings | Mapping[str, str], *, rng: random.Random | None = None
     ) -> None:
@@ -86,6 +104,10 @@ class Consumer:
         self._stack = contextlib.AsyncExitStack()
         self._closed = False
         self._busy = False
+        self._group = None if settings.group_id is None else GroupMember(
+            new_group_core(settings), self._client, self._core, self._spawn_apply,
+            self._start_soon,
+        )
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -104,6 +126,11 @@ class Consumer:
     async def aclose(self) -> None:
         if self._closed:
             return
+        if self._group is not None and self._nursery is not None and not self._busy:
+            # Kafka's close: auto-commit, revoke, LeaveGroup (a dynamic member), in 30 s
+            limit = min(self.settings.default_api_timeout_ms, _CLOSE_TIMEOUT_MS)
+            async with self._owner():
+                await self._group.leave("the consumer is being closed", limit, commit=True)
         self._closed = True
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
@@ -114,6 +141,8 @@ class Consumer:
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Read exactly these partitions (replacing any previous assignment)."""
+        if self._group is not None and self._group.core.subscribed:
+            raise KafkaError(None, EXCLUSIVE)
         tps = list(partitions)
         self._core.assign(tps)
         topics = {tp.topic for tp in tps}
@@ -171,14 +200,24 @@ class Consumer:
     async def _poll(self, timeout_ms: float, take: Callable[[], list[T]]) -> list[T]:
         deadline = trio.current_time() + timeout_ms / 1000
         async with self._owner():
-            while True:
-                self._apply_answers()
-                self._core.raise_pending_error()
-                taken = take()
-                self._start_requests()
-                if taken or trio.current_time() >= deadline:
-                    return taken
-                await self._step(deadline)
+            group = self._group
+            if group is not None:
+                group.polling = True
+            try:
+                while True:
+                    self._apply_answers()
+                    self._core.raise_pending_error()
+                    if group is not None:
+                        await group.drive()
+                    taken = take()
+                    self._start_requests()
+                    if taken or trio.current_time() >= deadline:
+                        return taken
+                    await self._step(deadline)
+            finally:
+                if group is not None:
+                    group.polling = False
+                    group.note_poll()
 
     async def _step(self, deadline: float) -> None:
         """Start what is due, then apply the next answer (or wake at a timer/deadline)."""
@@ -190,6 +229,8 @@ class Consumer:
         retry = self._core.positions.next_retry_ms(now)
         if retry is not None:
             waits.append(retry)
+        if self._group is not None:
+            waits.append(self._group.wait_ms(now))
         with trio.move_on_after(max(0.0, min(waits)) / 1000):
             apply = await self._answers.receive()
             apply()
@@ -199,6 +240,9 @@ class Consumer:
         if self._closed or self._nursery is None:
             raise ClientClosedError("This consumer has already been closed."
                                     if self._closed else "use it inside `async with Consumer(...)`")
+        if self._group is not None and self._group.in_callback:
+            yield  # a rebalance listener calling back into the poll that runs it
+            return
         if self._busy:
             raise KafkaError(None, "the consumer is not safe for concurrent use: one call at a time")
         self._busy = True
@@ -238,6 +282,18 @@ class Consumer:
         if leaderless or fetch_leaderless:
             tracker.request_update("an assigned partition has no known leader")
 
+    def _spawn_apply(self, work: Callable[[], Awaitable[Apply]]) -> None:
+        async def run() -> None:
+            apply = await work()
+            await self._send.send(apply)
+
+        assert self._nursery is not None
+        self._nursery.start_soon(run)
+
+    def _start_soon(self, work: Callable[[], Awaitable[None]]) -> None:
+        assert self._nursery is not None
+        self._nursery.start_soon(work)
+
     def _spawn(self, work: Callable[[P], Awaitable[Apply]], plan: P) -> None:
         async def run() -> None:
             apply = await work(plan)
@@ -263,6 +319,8 @@ class Consumer:
         def refreshed() -> None:
             self._refreshing = False
             self._core.on_metadata(view, self._can_validate)
+            if self._group is not None:
+                self._group.core.on_metadata(view)
 
         await self._send.send(refreshed)
 
@@ -349,3 +407,4 @@ class Consumer:
             if stamp < 0:
                 raise ValueError(f"the timestamp for {tp} must not be negative, not {stamp}")
         return await self._list(timestamps, timeout_ms)
+

@@ -19,6 +19,7 @@ from quorum.wire.error_codes import Errors
 
 __all__ = [
     "ClientClosedError",
+    "CommitFailedError",
     "KafkaError",
     "KafkaTimeoutError",
     "LogTruncationError",
@@ -70,6 +71,26 @@ class ClientClosedError(KafkaError):
 
     def __init__(self, message: str) -> None:
         super().__init__(None, message)
+
+
+class CommitFailedError(KafkaError):
+    """A commit the group refused because this member is no longer in its generation.
+
+    Kafka's CommitFailedException: the group rebalanced (the member took too
+    long between polls, or was fenced) and gave its partitions to others.
+    """
+
+    kafka_name = "CommitFailedException"
+
+    def __init__(self, error: Errors, detail: str = "") -> None:
+        super().__init__(
+            error,
+            "Commit cannot be completed since the group has already rebalanced and assigned "
+            "the partitions to another member. This means that the time between subsequent "
+            "calls to poll() was longer than the configured max.poll.interval.ms, which "
+            "typically implies that the poll loop is spending too much time message "
+            f"processing.{' ' + detail if detail else ''}",
+        )
 
 
 class OffsetOutOfRangeError(KafkaError):

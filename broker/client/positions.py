@@ -10,6 +10,8 @@ is in one fetch state; the table is the whole of the transitions
     any               seek(offset)                            FETCHING
     any               request_reset(strategy)                 AWAIT_RESET
     INITIALIZING      needs a position: auto.offset.reset     AWAIT_RESET
+                      (not while held: a group member first
+                      asks its coordinator for committed offsets)
     AWAIT_RESET       ListOffsets answered                    FETCHING
     FETCHING          a newer leader epoch (KIP-320) and      AWAIT_VALIDATION
                       the position knows its own epoch
@@ -86,12 +88,27 @@ class Positions:
     def __init__(self, default_reset: OffsetResetStrategy) -> None:
         self.default_reset = default_reset
         self._states: dict[TopicPartition, PartitionState] = {}
+        # INITIALIZING partitions whose committed offset is being looked up: no reset yet
+        self._held: set[TopicPartition] = set()
 
     # -- assignment and seeks ------------------------------------------------------------
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         wanted = list(dict.fromkeys(partitions))
         self._states = {tp: self._states.get(tp) or PartitionState() for tp in wanted}
+        self._held.intersection_update(self._states)
+
+    def hold(self, tps: Iterable[TopicPartition]) -> None:
+        """Keep these INITIALIZING partitions from the reset policy until ``release``."""
+        self._held.update(tp for tp in tps if tp in self._states)
+
+    def release(self, tps: Iterable[TopicPartition]) -> None:
+        self._held.difference_update(tps)
+
+    def initializing(self) -> list[TopicPartition]:
+        """Partitions without a position that nothing is finding one for yet."""
+        return [tp for tp, state in self._states.items()
+                if state.state is FetchState.INITIALIZING and tp not in self._held]
 
     @property
     def assigned(self) -> list[TopicPartition]:
@@ -138,7 +155,7 @@ class Positions:
         """
         missing = []
         for tp, state in self._states.items():
-            if state.state is FetchState.INITIALIZING:
+            if state.state is FetchState.INITIALIZING and tp not in self._held:
                 if self.default_reset is OffsetResetStrategy.NONE:
                     missing.append(tp)
                 else:

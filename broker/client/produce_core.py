@@ -5,12 +5,17 @@
   records without a key (``partitioner.ignore.keys`` makes every record
   keyless for this choice);
 * ``build_produce_request``: one ProduceRequest per broker, one batch per
-  partition, transactional id null;
+  partition, transactional id null (an idempotent producer's batches carry
+  its id, epoch and sequences in their headers);
 * ``partition_results``: a ProduceResponse read back per batch;
 * ``decide``: what a batch's answer means: delivered, retried (after a
   backoff, while ``retries`` and ``delivery.timeout.ms`` allow), split in
   two (MESSAGE_TOO_LARGE for a batch of several records, as Kafka's
-  producer does), or failed.
+  producer does), or failed. For an idempotent producer the
+  ``IdempotenceManager`` decides UNKNOWN_PRODUCER_ID and
+  OUT_OF_ORDER_SEQUENCE_NUMBER (retried, with an epoch bump when the gap is
+  real), and DUPLICATE_SEQUENCE_NUMBER is a delivery whose offset the
+  broker no longer knows (Kafka's Sender: "return success to the user").
 
 Retriable are the errors Kafka marks retriable (NOT_LEADER_OR_FOLLOWER,
 NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT,
@@ -19,7 +24,8 @@ as NETWORK_EXCEPTION...) except CORRUPT_MESSAGE: Kafka's producer retries
 it, but our batches are built by ``build_batch`` and a broker that finds
 one corrupt will find the same bytes corrupt again, so the records fail at
 once. Without idempotence a retry after NOT_ENOUGH_REPLICAS_AFTER_APPEND or
-a lost response may write a record twice, as in Kafka.
+a lost response may write a record twice, as in Kafka; with it the broker
+answers the retry as a duplicate of what it appended.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import attrs
 from broker.client.accumulator import ProducerBatch
 from broker.client.cluster import ClusterView
 from broker.client.errors import KafkaError
+from broker.client.idempotence import IdempotenceManager
 from broker.client.partitioner import StickyPartitioner, partition_for_key
 from broker.client.types import TopicPartition
 from quorum.wire.error_codes import Errors
@@ -69,6 +76,7 @@ class BatchResult:
     error: Errors
     base_offset: int = -1
     log_append_time_ms: int = -1
+    log_start_offset: int = -1
     message: str | None = None
 
 
@@ -139,6 +147,7 @@ def partition_results(
                 error=Errors.from_code(part.error_code),
                 base_offset=part.base_offset,
                 log_append_time_ms=part.log_append_time_ms,
+                log_start_offset=part.log_start_offset,
                 message=message,
             )
     missing = BatchResult(
@@ -153,17 +162,26 @@ def decide(
     *,
     retries: int,
     delivery_expired: bool,
+    idempotence: IdempotenceManager | None = None,
+    log_start_offset: int = -1,
 ) -> Decision:
-    """What to do with a batch after its answer (or a broken connection's NETWORK_EXCEPTION)."""
+    """What to do with a batch after its answer (or a broken connection's NETWORK_EXCEPTION).
+
+    ``idempotence`` may note an epoch bump for the batch's partition (Kafka's
+    ``canRetry``, asked only while the batch has retries and time left).
+    """
     if error is Errors.NONE:
         return Decision.DELIVERED
     if error is Errors.MESSAGE_TOO_LARGE and batch.record_count > 1 and not delivery_expired:
         return Decision.SPLIT
-    if (
-        error.retriable
-        and error not in _NOT_RETRIED
-        and batch.attempts < retries
-        and not delivery_expired
-    ):
-        return Decision.RETRY
+    if batch.attempts < retries and not delivery_expired:
+        retriable = error.retriable and error not in _NOT_RETRIED
+        if idempotence is not None:
+            retriable = idempotence.can_retry(
+                error, batch, log_start_offset, otherwise=retriable
+            )
+        if retriable:
+            return Decision.RETRY
+    if error is Errors.DUPLICATE_SEQUENCE_NUMBER:
+        return Decision.DELIVERED
     return Decision.FAIL

@@ -16,12 +16,25 @@ per broker (at most ``max.in.flight.requests.per.connection`` in flight
 per broker) and starts a task per request. Each such task reports its
 answers back through ``_finish``, which applies ``produce_core.decide``.
 
-Ordering: with ``max.in.flight.requests.per.connection`` 1 a partition has
-at most one batch in flight and a retried batch goes back to the front of
-its queue, so records of a partition land in ``send`` order. With more in
-flight (Kafka's default 5) and no idempotence, a batch that is retried can
-land after a later batch of the same partition, and a retry after a lost
-answer can write a batch twice: set it to 1 when order matters.
+Idempotence (``enable.idempotence``, on by default as in Kafka 3.0+): before
+the first batch goes out a task asks any broker for a producer id
+(InitProducerId, retried with backoff while batches wait; they expire by
+``delivery.timeout.ms`` as usual), and the ``IdempotenceManager`` gives each
+batch its producer id, epoch and per-partition base sequence when first
+drained, keeps them through retries, and bumps the epoch itself where
+Kafka's client does (``idempotence.py`` has the rules).
+
+Ordering: records of a partition land once each and in ``send`` order when
+the producer is idempotent: a retried batch keeps its sequence, the broker
+answers a retry of what it already appended as a duplicate and refuses a
+batch whose predecessor is missing (OUT_OF_ORDER_SEQUENCE_NUMBER, which
+sends it again after the earlier one), and after a retry the partition's
+batches are re-sent one at a time in sequence order. Without idempotence:
+with ``max.in.flight.requests.per.connection`` 1 a partition has at most
+one batch in flight and a retried batch goes back to the front of its
+queue, so records land in ``send`` order; with more in flight a batch that
+is retried can land after a later batch of the same partition, and a retry
+after a lost answer can write a batch twice.
 """
 
 from __future__ import annotations
@@ -44,6 +57,8 @@ from broker.client.backoff import ExponentialBackoff
 from broker.client.cluster import MetadataTracker
 from broker.client.errors import ClientClosedError, KafkaError, KafkaTimeoutError, error_from_code
 from broker.client.futures import RecordFuture
+from broker.client.idempotence import IdempotenceManager
+from broker.client.init_producer_id import init_producer_id
 from broker.client.network import KafkaClient, now_ms
 from broker.client.partitioner import StickyPartitioner
 from broker.client.produce_core import (
@@ -54,10 +69,11 @@ from broker.client.produce_core import (
     decide,
     partition_results,
 )
-from broker.client.settings import ProducerSettings, settings_from
+from broker.client.settings import ProducerSettings, idempotence_conflicts, settings_from
 from broker.client.types import HeaderPairs, RecordMetadata, TopicPartition
 from quorum.wire.batch import BATCH_HEADER_SIZE
 from quorum.wire.error_codes import Errors
+from quorum.wire.messages import ProduceRequest
 
 __all__ = ["Producer"]
 
@@ -95,6 +111,10 @@ class Producer:
             retry_backoff_ms=settings.retry_backoff_ms,
         )
         self._client = KafkaClient(settings, tracker, client_id=self.client_id, rng=self._rng)
+        # settings built directly (not by producer_settings) get the quiet rule too
+        idempotent = settings.enable_idempotence and not idempotence_conflicts(settings)
+        self._idempotence = IdempotenceManager() if idempotent else None
+        self._initializing = False
         self._accumulator = RecordAccumulator(
             batch_size=settings.batch_size,
             linger_ms=settings.linger_ms,
@@ -102,6 +122,7 @@ class Producer:
             delivery_timeout_ms=settings.delivery_timeout_ms,
             compression=settings.compression_type,
             guarantee_order=settings.max_in_flight_requests_per_connection == 1,
+            gate=self._idempotence,
         )
         self._partitioner = StickyPartitioner(self._rng)
         self._retry_backoff = ExponentialBackoff(
@@ -169,6 +190,8 @@ class Producer:
                 "Cannot perform operation after producer has been closed"
                 if self._closed else "use the producer inside `async with Producer(...)`"
             )
+        if self._idempotence is not None and self._idempotence.fatal_error is not None:
+            raise self._fatal_error()
         value, key = _as_bytes(value, "value"), _as_bytes(key, "key")
         pairs = _headers(headers)
         size = BATCH_HEADER_SIZE + record_size(0, 0, key, value, pairs)
@@ -279,7 +302,11 @@ class Producer:
         while True:
             now = now_ms()
             for batch in accumulator.expire(now):
+                if self._idempotence is not None:
+                    self._idempotence.expired(batch)
                 self._resolve(accumulator.fail(batch, self._expired(batch, now)))
+            if self._idempotence is not None:
+                self._maintain_idempotence(self._idempotence)
             view = self._client.view
             check = accumulator.ready(view, now)
             for topic in check.unknown_leader_topics:
@@ -288,20 +315,68 @@ class Producer:
                 self._refreshing = True
                 self._nursery_or_fail().start_soon(self._refresh)
             nodes = [n for n in check.nodes if self._in_flight.get(n, 0) < limit]
+            sent = False
             for node, batches in accumulator.drain(view, nodes, now).items():
                 if batches:
+                    sent = True
                     self._in_flight[node] = self._in_flight.get(node, 0) + 1
                     ticket = self._tickets.get(node, 0)
                     self._tickets[node] = ticket + 1
-                    self._nursery_or_fail().start_soon(self._produce, node, ticket, batches)
+                    # built now: an epoch bump may rewrite these batches while they are out
+                    request = build_produce_request(
+                        batches, acks=self.settings.acks,
+                        timeout_ms=self.settings.request_timeout_ms,
+                    )
+                    self._nursery_or_fail().start_soon(
+                        self._produce, node, ticket, batches, request
+                    )
                     for batch in batches:
                         self._batch_left(batch.tp)
             wait = min(check.next_check_ms, accumulator.next_expiry_ms(now))
+            if sent:
+                # a drain takes one batch per partition: look again at once for the next
+                # ones (up to the in-flight limit), as Kafka's Sender polls with timeout 0
+                wait = 0
             if tracker.wanted_topics:
                 wait = min(wait, tracker.time_to_update_ms(now))
             with trio.move_on_after(wait / 1000):
                 await self._wakeup.wait()
             self._wakeup = trio.Event()
+
+    def _maintain_idempotence(self, idempotence: IdempotenceManager) -> None:
+        """Kafka's Sender.runOnce preamble: settle sequences, bump the epoch, get an id."""
+        if idempotence.fatal_error is not None:
+            self._resolve(self._accumulator.abort_queued(self._fatal_error()))
+            return
+        idempotence.resolve_sequences()
+        idempotence.bump_epoch_if_needed()
+        if (
+            idempotence.needs_producer_id
+            and not self._initializing
+            and self._accumulator.has_queued()
+        ):
+            self._initializing = True
+            self._nursery_or_fail().start_soon(self._init_producer_id, idempotence)
+
+    def _fatal_error(self) -> KafkaError:
+        assert self._idempotence is not None and self._idempotence.fatal_error is not None
+        error = self._idempotence.fatal_error
+        return KafkaError(
+            error, f"the idempotent producer cannot go on after {error.name}; "
+            "close it and start a new one"
+        )
+
+    async def _init_producer_id(self, idempotence: IdempotenceManager) -> None:
+        try:
+            await init_producer_id(
+                self._client, idempotence,
+                waiting=self._accumulator.has_queued,
+                fail_waiting=lambda error: self._resolve(self._accumulator.abort_queued(error)),
+                backoff=self._retry_backoff, rng=self._rng, client_id=self.client_id,
+            )
+        finally:
+            self._initializing = False
+            self._wake()
 
     def _nursery_or_fail(self) -> trio.Nursery:
         assert self._nursery is not None, "the sender runs inside the producer's nursery"
@@ -329,12 +404,11 @@ class Producer:
             self._turn_passed.set()
             self._turn_passed = trio.Event()
 
-    async def _produce(self, node: int, ticket: int, batches: list[ProducerBatch]) -> None:
+    async def _produce(
+        self, node: int, ticket: int, batches: list[ProducerBatch], request: ProduceRequest
+    ) -> None:
         """One ProduceRequest to ``node`` and its answers."""
         settings = self.settings
-        request = build_produce_request(
-            batches, acks=settings.acks, timeout_ms=settings.request_timeout_ms
-        )
         try:
             await self._turn(node, ticket)
             conn = await self._client.node_connection(node)
@@ -364,7 +438,7 @@ class Producer:
     def _finish(
         self, node: int, batches: list[ProducerBatch], results: dict[TopicPartition, BatchResult]
     ) -> None:
-        accumulator, now = self._accumulator, now_ms()
+        accumulator, now, idempotence = self._accumulator, now_ms(), self._idempotence
         for batch in batches:
             if not accumulator.is_incomplete(batch):
                 continue  # failed meanwhile: the producer was closed forcefully
@@ -373,9 +447,12 @@ class Producer:
                 self._client.tracker.observe_error(result.error, f"broker {node} for {batch.tp}")
             expired = accumulator.delivery_expired(batch, now)
             decision = decide(
-                result.error, batch, retries=self.settings.retries, delivery_expired=expired
+                result.error, batch, retries=self.settings.retries, delivery_expired=expired,
+                idempotence=idempotence, log_start_offset=result.log_start_offset,
             )
             if decision is Decision.DELIVERED:
+                if idempotence is not None:
+                    idempotence.completed(batch, result.base_offset)
                 self._resolve(
                     accumulator.complete(batch, result.base_offset, result.log_append_time_ms)
                 )
@@ -384,8 +461,17 @@ class Producer:
                 logger.debug("retrying %s after %s in %.0f ms", batch.tp, result.error.name, backoff)
                 accumulator.reenqueue(batch, now, backoff)
             elif decision is Decision.SPLIT:
-                accumulator.split(batch, now)
+                halves = accumulator.split(batch, now)
+                if idempotence is not None:
+                    idempotence.split(batch, halves)
             else:
+                if idempotence is not None:
+                    # with retries left the refusal is certain and the later sequences
+                    # must move; out of retries or time it is not (adjustSequenceNumbers)
+                    idempotence.failed(
+                        batch, result.error,
+                        adjust_sequences=batch.attempts < self.settings.retries,
+                    )
                 error = (
                     self._expired(batch, now) if expired and result.error.retriable
                     else error_from_code(result.error, result.message, context=str(batch.tp))

@@ -10,15 +10,28 @@ not built yet (the setting is still accepted with the value that matches
 what we do, so a config written for Kafka says so rather than being
 silently misread):
 
-* ``enable.idempotence`` defaults to ``false`` (Kafka: ``true``) and
-  ``true`` is refused: idempotent producers come with the transactions work;
+* ``transactional.id`` is refused: pykraft has no transactions;
 * ``isolation.level`` accepts only ``read_uncommitted``;
 * ``security.protocol`` accepts only ``PLAINTEXT``;
-* consumer groups (``group.id`` and friends), serializer classes and
-  interceptors are refused with a sentence that says what to do instead.
+* ``group.protocol`` accepts only ``classic`` (KIP-848's ``consumer``
+  protocol is not served);
+* serializer classes and interceptors are refused with a sentence that
+  says what to do instead.
+
+Consumer groups: without ``group.id`` a consumer has no group (``assign``
+only), and ``enable.auto.commit`` is then off; set to ``true`` explicitly it
+is an error, as in Kafka's ``ConsumerConfig``.
 
 Every problem (unknown key, bad value, missing ``bootstrap.servers``) is
 reported at once in one ``ConfigError`` that names the keys.
+
+``enable.idempotence`` is ``true`` by default, as in Kafka 3.0+, and checked
+as Kafka 4's ``ProducerConfig.postProcessAndValidateIdempotenceConfigs``
+does: it needs ``acks=all``, ``retries`` above 0 and at most 5
+``max.in.flight.requests.per.connection``. Set explicitly, a conflict is a
+``ConfigError``; left at its default, ``acks`` other than all or
+``retries=0`` turn idempotence off quietly (Kafka logs it), while more than
+5 in flight stays an error (KAFKA-17927, Kafka 4.0: 3.x turned it off).
 """
 
 from __future__ import annotations
@@ -29,6 +42,7 @@ from typing import Any, Final, TypeVar
 
 import attrs
 
+from broker.client.assignors import ASSIGNOR_NAMES
 from quorum.config import ConfigError, ConfigProblem, HostPort
 from quorum.config.schema import (
     BOOLEAN,
@@ -39,6 +53,7 @@ from quorum.config.schema import (
     InvalidValue,
     at_least,
     between,
+    csv_entries,
     setting,
     structure_settings,
 )
@@ -46,6 +61,7 @@ from quorum.config.values import parse_host_ports
 from quorum.wire.compression import Compression, codec_available
 
 __all__ = [
+    "MAX_IN_FLIGHT_FOR_IDEMPOTENCE",
     "AdminClientSettings",
     "ClientSettings",
     "ConsumerSettings",
@@ -54,6 +70,7 @@ __all__ = [
     "ProducerSettings",
     "admin_settings",
     "consumer_settings",
+    "idempotence_conflicts",
     "producer_settings",
     "settings_from",
 ]
@@ -122,18 +139,31 @@ def _isolation(text: str) -> IsolationLevel:
     raise InvalidValue("String must be one of: read_committed, read_uncommitted")
 
 
+def _optional(text: str) -> str | None:
+    return text or None
+
+
+def _strategies(text: str) -> tuple[str, ...]:
+    names = csv_entries(text)
+    unknown = [name for name in names if name not in ASSIGNOR_NAMES]
+    if unknown:
+        raise InvalidValue(f"unknown assignor {', '.join(unknown)}: pykraft's client has "
+                           "range, roundrobin and cooperative-sticky")
+    if not names:
+        raise InvalidValue("name at least one assignor")
+    return tuple(dict.fromkeys(ASSIGNOR_NAMES[name] for name in names))
+
+
+def _group_protocol(text: str) -> str:
+    if text.lower() != "classic":
+        raise InvalidValue("pykraft serves the classic group protocol only")
+    return "classic"
+
+
 def _plaintext(text: str) -> str:
     if text.upper() != "PLAINTEXT":
         raise InvalidValue("pykraft's client speaks PLAINTEXT only for now")
     return "PLAINTEXT"
-
-
-def _idempotence(text: str) -> bool:
-    if BOOLEAN(text):
-        raise InvalidValue(
-            "idempotent producers are not supported yet: set enable.idempotence=false"
-        )
-    return False
 
 
 # -- settings classes ----------------------------------------------------------------------
@@ -171,7 +201,7 @@ class ProducerSettings(ClientSettings):
     )
     buffer_memory: int = setting("buffer.memory", LONG, str(32 * 1024 * 1024), at_least(0))
     max_block_ms: int = setting("max.block.ms", LONG, "60000", at_least(0))
-    enable_idempotence: bool = setting("enable.idempotence", _idempotence, "false")
+    enable_idempotence: bool = setting("enable.idempotence", BOOLEAN, "true")
     partitioner_ignore_keys: bool = setting("partitioner.ignore.keys", BOOLEAN, "false")
 
 
@@ -190,6 +220,19 @@ class ConsumerSettings(ClientSettings):
     isolation_level: IsolationLevel = setting("isolation.level", _isolation, "read_uncommitted")
     client_rack: str = setting("client.rack", STRING, "")
     allow_auto_create_topics: bool = setting("allow.auto.create.topics", BOOLEAN, "true")
+    # consumer groups (Kafka's ConsumerConfig defaults)
+    group_id: str | None = setting("group.id", _optional, None)
+    group_instance_id: str | None = setting("group.instance.id", _optional, None)
+    group_protocol: str = setting("group.protocol", _group_protocol, "classic")
+    enable_auto_commit: bool = setting("enable.auto.commit", BOOLEAN, "true")
+    auto_commit_interval_ms: int = setting("auto.commit.interval.ms", INT, "5000", at_least(0))
+    session_timeout_ms: int = setting("session.timeout.ms", INT, "45000", at_least(1))
+    heartbeat_interval_ms: int = setting("heartbeat.interval.ms", INT, "3000", at_least(1))
+    max_poll_interval_ms: int = setting("max.poll.interval.ms", INT, "300000", at_least(1))
+    partition_assignment_strategy: tuple[str, ...] = setting(
+        "partition.assignment.strategy", _strategies, "range,cooperative-sticky"
+    )
+    exclude_internal_topics: bool = setting("exclude.internal.topics", BOOLEAN, "true")
 
 
 @attrs.frozen(kw_only=True)
@@ -208,24 +251,14 @@ class AdminClientSettings(ClientSettings):
 
 # -- parsing -------------------------------------------------------------------------------
 
-_GROUPS: Final = "consumer groups are not supported yet: assign() partitions and seek() instead"
 _BYTES: Final = "pykraft's clients take and return bytes: (de)serialize in your own code"
 _NOT_YET: Final[Mapping[str, str]] = {
-    "group.id": _GROUPS,
-    "group.instance.id": _GROUPS,
-    "enable.auto.commit": _GROUPS,
-    "auto.commit.interval.ms": _GROUPS,
-    "session.timeout.ms": _GROUPS,
-    "heartbeat.interval.ms": _GROUPS,
-    "partition.assignment.strategy": _GROUPS,
-    "max.poll.interval.ms": _GROUPS,
-    "group.protocol": _GROUPS,
     "key.serializer": _BYTES,
     "value.serializer": _BYTES,
     "key.deserializer": _BYTES,
     "value.deserializer": _BYTES,
-    "transactional.id": "transactions are not supported yet",
-    "transaction.timeout.ms": "transactions are not supported yet",
+    "transactional.id": "transactions are not supported yet (pykraft has no transactions)",
+    "transaction.timeout.ms": "transactions are not supported yet (pykraft has no transactions)",
     "interceptor.classes": "interceptors are not supported",
     "partitioner.class": "only Kafka's default partitioner is built in",
 }
@@ -263,6 +296,43 @@ def producer_settings(
             )
         # Kafka raises it quietly when the user did not set it
         parsed = attrs.evolve(parsed, delivery_timeout_ms=floor)
+    return _check_idempotence(parsed, "enable.idempotence" in properties, source)
+
+
+# Kafka's ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION_FOR_IDEMPOTENCE
+MAX_IN_FLIGHT_FOR_IDEMPOTENCE: Final = 5
+_IN_FLIGHT_KEY: Final = "max.in.flight.requests.per.connection"
+
+
+def idempotence_conflicts(settings: ProducerSettings) -> list[tuple[str, str]]:
+    """(key, Kafka's ConfigException text) for each setting idempotence cannot work with."""
+    conflicts = []
+    if settings.retries == 0:
+        conflicts.append(("retries", "Must set retries to non-zero when using the idempotent "
+                                     "producer."))
+    if settings.acks != -1:
+        conflicts.append(("acks", "Must set acks to all in order to use the idempotent "
+                                  "producer. Otherwise we cannot guarantee idempotence."))
+    if settings.max_in_flight_requests_per_connection > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
+        conflicts.append((_IN_FLIGHT_KEY,
+                          "Must set max.in.flight.requests.per.connection to at most 5 to use "
+                          "the idempotent producer."))
+    return conflicts
+
+
+def _check_idempotence(
+    parsed: ProducerSettings, user_set: bool, source: str | None
+) -> ProducerSettings:
+    if not parsed.enable_idempotence:
+        return parsed
+    conflicts = idempotence_conflicts(parsed)
+    # Kafka 4 refuses more than 5 in flight even when idempotence is only defaulted
+    errors = conflicts if user_set else [c for c in conflicts if c[0] == _IN_FLIGHT_KEY]
+    if errors:
+        raise ConfigError([ConfigProblem(text, key=key) for key, text in errors], source=source)
+    if conflicts:
+        # Kafka: "Idempotence will be disabled because acks is set to 1, not set to 'all'."
+        return attrs.evolve(parsed, enable_idempotence=False)
     return parsed
 
 
@@ -270,7 +340,22 @@ def consumer_settings(
     properties: Mapping[str, str], *, source: str | None = None
 ) -> ConsumerSettings:
     """``ConsumerSettings`` from Kafka-style properties; raises ConfigError."""
-    return _parse(ConsumerSettings, properties, source)
+    parsed = _parse(ConsumerSettings, properties, source)
+    if parsed.group_id is None and parsed.enable_auto_commit:
+        if "enable.auto.commit" in properties:
+            # Kafka's ConsumerConfig.maybeOverrideEnableAutoCommit text
+            raise ConfigError.single(
+                "enable.auto.commit cannot be set to true when default group id (null) is used.",
+                key="enable.auto.commit", source=source,
+            )
+        parsed = attrs.evolve(parsed, enable_auto_commit=False)
+    if parsed.group_id is not None and parsed.heartbeat_interval_ms >= parsed.session_timeout_ms:
+        # Kafka's GroupRebalanceConfig / AbstractCoordinator check
+        raise ConfigError.single(
+            "heartbeat.interval.ms must be set lower than session.timeout.ms",
+            key="heartbeat.interval.ms", source=source,
+        )
+    return parsed
 
 
 def admin_settings(

@@ -19,6 +19,7 @@ __all__ = [
     "NO_TIMESTAMP",
     "ConsumerRecord",
     "HeaderPairs",
+    "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "RecordMetadata",
     "TimestampType",
@@ -71,6 +72,15 @@ class ConsumerRecord:
     headers: HeaderPairs
     # the partition leader epoch of the batch (-1 when the broker stamps none)
     leader_epoch: int
+
+
+@attrs.frozen
+class OffsetAndMetadata:
+    """A committed offset: the next record to read, with the committer's note and epoch."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int = -1
 
 
 @attrs.frozen

@@ -12,6 +12,9 @@ each have one job:
   ``epochs``: the leader's end offset of an epoch (DivergingEpoch);
 * ``append``: a produced batch checked, stamped and appended;
   ``producing``: Produce requests with acks 0, 1 and all;
+  ``producer_state``: idempotent producers' epochs and last five batches,
+  checked by the leader, updated by every replica's appends, rebuilt from
+  producer snapshots and the log (``quorum.log.producer_snapshots``);
 * ``leader_fetch`` and ``serving``: fetches served to followers and consumers,
   with long polls; ``session_cache``: incremental fetch sessions (serving side);
 * ``follower``, ``fetcher`` and ``fetch_session``: following a leader, one
@@ -50,7 +53,10 @@ memory channels):
   synchronously inside a step; data logs are not fsynced per append (Kafka's
   durability is replication). The driver checkpoints ``high_watermarks()``
   periodically and passes the last checkpoint back through
-  ``LogDirectory.checkpointed_high_watermark`` after a restart.
+  ``LogDirectory.checkpointed_high_watermark`` after a restart. When it
+  stops, it calls ``snapshot_producer_states()`` before the logs close (as
+  Kafka snapshots producer state at a clean shutdown: the next start reads
+  the snapshot instead of the log since the last roll).
 """
 
 from broker.replica.alter_partition import AlterPartitionQueue, IsrChangeResult

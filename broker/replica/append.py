@@ -7,20 +7,23 @@ appended:
 * exactly one whole record batch, magic 2, a length that fits the bytes, a
   CRC-32C that matches, a known codec: else CORRUPT_MESSAGE;
 * record count equal to lastOffsetDelta + 1 and above 0, not a control
-  batch: else INVALID_RECORD; idempotent or transactional batches (a
-  producer id) are refused with INVALID_RECORD and a message until the
-  broker keeps producer state;
+  batch, not transactional (pykraft has no transactions), a base sequence
+  if it has a producer id: else INVALID_RECORD;
 * larger than the topic's ``max.message.bytes``: MESSAGE_TOO_LARGE;
 * acks=all with a committed ISR smaller than the effective min ISR:
-  NOT_ENOUGH_REPLICAS (Kafka checks the committed ISR, not the maximal one).
+  NOT_ENOUGH_REPLICAS (Kafka checks the committed ISR, not the maximal one);
+* an idempotent producer's batch (producer id >= 0) against the partition's
+  producer state (``broker.replica.producer_state``): a retry is answered
+  with the original's offsets, a stale epoch INVALID_PRODUCER_EPOCH, a
+  sequence out of order OUT_OF_ORDER_SEQUENCE_NUMBER.
 
 Then, under ``message.timestamp.type=LogAppendTime``, the batch is marked
 with the append time (attributes and maxTimestamp are inside the CRC span:
 the CRC is recomputed over bytes [21, end), records untouched), and the log
 assigns offsets by rewriting the base offset and partition leader epoch in
-place. Kafka does not check records one by one for v2 batches it keeps as
-they are either, except for compacted topics and timestamp bounds (not
-here yet).
+place. Before the producer state, the records themselves are checked where
+the topic's config asks for it (a keyless record in a compacted topic, a
+timestamp outside ``message.timestamp.*.max.ms``: ``broker.replica.record_checks``).
 """
 
 from __future__ import annotations
@@ -28,12 +31,15 @@ from __future__ import annotations
 import attrs
 
 from broker.replica.partition import Partition
+from broker.replica.producer_state import ProducerRefusal, batch_of
+from broker.replica.record_checks import check_records
 from quorum.log import LogError
 from quorum.wire.batch import BATCH_HEADER_SIZE, BatchHeader, batch_size_at
 from quorum.wire.batch_checks import MIN_RECORD_BYTES, set_log_append_time
 from quorum.wire.compression import Compression
 from quorum.wire.error_codes import Errors
 from quorum.wire.errors import CorruptRecordError
+from quorum.wire.messages.produce import ProduceResponseRecordError
 
 __all__ = ["ACKS_ALL", "AppendResult", "append_to_leader", "check_produced_batch"]
 
@@ -50,6 +56,8 @@ class AppendResult:
     log_start_offset: int = -1
     error_message: str | None = None
     high_watermark_moved: bool = False
+    # Produce v8+: the faulty records of a refused batch (``broker.replica.record_checks``)
+    record_errors: tuple[ProduceResponseRecordError, ...] = ()
 
 
 def _refused(error: Errors, message: str) -> AppendResult:
@@ -100,11 +108,17 @@ def check_produced_batch(
         return _refused(Errors.CORRUPT_MESSAGE, f"{count} records cannot fit in the batch")
     if header.is_control:
         return _refused(Errors.INVALID_RECORD, "clients may not write control batches")
-    if header.producer_id != -1 or header.is_transactional:
+    if header.is_transactional:
         return _refused(
             Errors.INVALID_RECORD,
-            "idempotent and transactional producers are not supported yet: "
-            "produce with enable.idempotence=false",
+            "transactional producers are not supported: pykraft has no transactions",
+        )
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        # Kafka's LogValidator: an idempotent batch carries a sequence
+        return _refused(
+            Errors.INVALID_RECORD,
+            f"invalid sequence number {header.base_sequence} in a batch of producer "
+            f"{header.producer_id}",
         )
     if header.size > max_message_bytes:
         return _refused(
@@ -130,21 +144,60 @@ def append_to_leader(
             f"the ISR {sorted(partition.isr_state.isr)} is smaller than min.insync.replicas "
             f"{partition.effective_min_isr}",
         )
+    refused = check_records(records, partition.config, partition.name, now_ms)
+    if refused is not None:
+        return AppendResult(
+            error=refused.error, error_message=refused.message, record_errors=refused.record_errors
+        )
+    if checked.producer_id >= 0:
+        duplicate_or_refusal = _check_producer(partition, checked, now_ms)
+        if duplicate_or_refusal is not None:
+            return duplicate_or_refusal
     buffer = bytearray(records)
     append_time = -1
     if partition.config.log_append_time:
         append_time = now_ms
         set_log_append_time(buffer, 0, now_ms)
+    before = partition.log_position()
     try:
         # check_produced_batch checked the CRC a moment ago (set_log_append_time keeps it
         # valid): the log need not compute it over the whole batch again
         info = partition.log.append(buffer, epoch=partition.leader_epoch, crc_checked=True)
     except LogError as exc:
         return _refused(Errors.CORRUPT_MESSAGE, str(exc))
+    partition.track_appended(
+        before,
+        () if checked.producer_id < 0 else (batch_of(
+            checked,
+            first_offset=info.first_offset,
+            timestamp=append_time if append_time >= 0 else checked.max_timestamp,
+        ),),
+        now_ms,
+    )
     return AppendResult(
         base_offset=info.first_offset,
         last_offset=info.last_offset,
         log_append_time_ms=append_time,
         log_start_offset=partition.log_start_offset,
         high_watermark_moved=partition.maybe_increment_high_watermark(now_ms),
+    )
+
+
+def _check_producer(partition: Partition, header: BatchHeader, now_ms: int) -> AppendResult | None:
+    """An idempotent producer's batch against the partition's producer state
+    (``broker.replica.producer_state``): a retry of one of its last five batches is answered
+    with the original's offsets (and nothing appended; acks=all still waits for the high
+    watermark to pass it, as Kafka's answer does), a stale epoch or a sequence out of order
+    is refused; None to append it."""
+    verdict = partition.producer_state(now_ms).check_leader_append(header)
+    if verdict is None:
+        return None
+    if isinstance(verdict, ProducerRefusal):
+        return _refused(verdict.error, verdict.message)
+    return AppendResult(
+        base_offset=verdict.first_offset,
+        last_offset=verdict.last_offset,
+        # Kafka answers a duplicate with the batch's timestamp as its append time
+        log_append_time_ms=verdict.timestamp,
+        log_start_offset=partition.log_start_offset,
     )

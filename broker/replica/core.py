@@ -14,11 +14,11 @@ from __future__ import annotations
 import itertools
 import random
 from collections import deque
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Protocol
 
 from broker.replica.alter_partition import AlterPartitionQueue
-from broker.replica.config import ReplicaConfig, TopicConfig, topic_config
+from broker.replica.config import ReplicaConfig
 from broker.replica.deleting import Deleting
 from broker.replica.fetcher import FetchedPartition, PartitionFetchState, ReplicaFetcher
 from broker.replica.follower import apply_fetched, fetch_position, truncate_to_diverging_epoch
@@ -34,6 +34,7 @@ from broker.replica.partition_table import PartitionTable
 from broker.replica.producing import Producing
 from broker.replica.serving import Serving
 from broker.replica.session_cache import FetchSessionCache
+from broker.replica.topic_configs import TopicConfigs, TopicLogConfigs
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage
 from quorum.log import OffsetAndEpoch, ReplicatedLog
 from quorum.wire.error_codes import Errors
@@ -79,7 +80,15 @@ class LogDirectory(Protocol):
 
 
 class ReplicaCore:
-    def __init__(self, config: ReplicaConfig, logs: LogDirectory, rng: random.Random) -> None:
+    def __init__(
+        self,
+        config: ReplicaConfig,
+        logs: LogDirectory,
+        rng: random.Random,
+        *,
+        log_configs: TopicLogConfigs | None = None,
+    ) -> None:
+        """``log_configs`` (the broker's log directory) gets each topic's log config."""
         self.config = config
         self.broker_id = config.broker_id
         self._logs = logs
@@ -88,7 +97,7 @@ class ReplicaCore:
         self._partition_context = PartitionContext(
             # one bound method for every partition
             self.broker_id, config.replica_lag_time_max_ms, self.is_isr_eligible,
-            logs.create_log,
+            logs.create_log, config.producer_id_expiration_ms,
         )
         self._request_ids = itertools.count(1)
         self.fetchers: dict[int, ReplicaFetcher] = {}
@@ -107,13 +116,14 @@ class ReplicaCore:
             self.broker_id, config.alter_partition_retry_backoff_ms
         )
         self._next_isr_check_ms: int | None = None
+        self._next_producer_expiration_ms: int | None = None
         # led partitions whose ISR may hold a follower behind the log end: those touched
         # since (appends, new epochs, ISR answers) and those found lagging; only they can
         # leave the ISR (an ISR follower at the leader's end is caught up), so an idle
         # broker's check costs nothing (Kafka walks every led partition)
         self._isr_watch: dict[PartitionKey, None] = {}
         self._isr_check: list[PartitionKey] | None = None  # this check's partitions left
-        self._topic_configs: dict[str, tuple[Mapping[str, str], TopicConfig]] = {}
+        self.topic_configs = TopicConfigs(config, log_configs)
 
     # -- views ---------------------------------------------------------------------------
 
@@ -132,6 +142,33 @@ class ReplicaCore:
         """Led partitions the ISR check looks at (those that may have a follower behind)."""
         return len(self._isr_watch)
 
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Forget idempotent producers idle for producer.id.expiration.ms in every built
+        producer state (Kafka's check every producer.id.expiration.check.interval.ms);
+        how many went. A walk of the partitions, no log read."""
+        return sum(
+            p.producers.remove_expired(now_ms) for p in self.partitions if p.producers is not None
+        )
+
+    def snapshot_producer_states(self) -> int:
+        """Write each built producer state to a snapshot at its log end (Kafka does at a
+        clean shutdown: the next start reads the snapshot instead of the log); how many
+        were written. Blocking file I/O: the driver calls it when it stops."""
+        written = 0
+        for partition in self.partitions:
+            state = partition.producers
+            if state is None or not partition.has_log:
+                continue
+            log = partition.log
+            end = log.log_end_offset
+            offsets = log.producer_snapshot_offsets()
+            if state.end_offset != end or (offsets and offsets[-1] == end):
+                continue  # not at the end (cannot happen once built), or written already
+            state.truncate_head(log.log_start_offset)
+            log.write_producer_snapshot(end, state.entries())
+            written += 1
+        return written
+
     def high_watermarks(self) -> dict[PartitionKey, int]:
         """Every hosted partition's high watermark (for the driver's checkpoint)."""
         return {p.key: p.high_watermark for p in self.partitions}
@@ -148,17 +185,31 @@ class ReplicaCore:
         """A new metadata image: what it changed for this broker (``assignment_changes``)."""
         self._image = image
         outbox = Outbox()
+        # a topic config changed: its partitions judge the next produce by the new one
+        for topic, indexes, topic_config in self.topic_configs.refresh(image):
+            for index in indexes:
+                hosted = self.partitions.by_name(topic, index)
+                if hosted is not None:
+                    hosted.config = topic_config
+                    outbox.touched.add(hosted.key)  # waiting produces see a new min ISR
         for assignment in removed:
             self._stop_hosting(assignment.key, outbox)
         for assignment in changed:
             self._apply_assignment(assignment, now_ms, outbox)
         if self._next_isr_check_ms is None:
             self._next_isr_check_ms = now_ms + self.config.isr_check_interval_ms
+        if self._next_producer_expiration_ms is None:
+            self._next_producer_expiration_ms = (
+                now_ms + self.config.producer_id_expiration_check_interval_ms
+            )
         return self._finish(now_ms, outbox)
 
-    def produce(self, handle: Hashable, request: ProduceRequest, now_ms: int) -> ReplicaOutput:
+    def produce(
+        self, handle: Hashable, request: ProduceRequest, now_ms: int, *, internal: bool = False
+    ) -> ReplicaOutput:
+        """A Produce; ``internal``: the broker's own append to an internal topic."""
         outbox = Outbox()
-        self.producing.produce(handle, request, now_ms, outbox)
+        self.producing.produce(handle, request, now_ms, outbox, internal=internal)
         return self._finish(now_ms, outbox)
 
     def delete_records(
@@ -257,6 +308,12 @@ class ReplicaCore:
         self.serving.expire(now_ms, outbox)
         if self._next_isr_check_ms is not None and now_ms >= self._next_isr_check_ms:
             self._check_isrs(now_ms, outbox)
+        expiration = self._next_producer_expiration_ms
+        if expiration is not None and now_ms >= expiration:
+            self.remove_expired_producers(now_ms)
+            self._next_producer_expiration_ms = (
+                now_ms + self.config.producer_id_expiration_check_interval_ms
+            )
         return self._finish(now_ms, outbox)
 
     def _check_isrs(self, now_ms: int, outbox: Outbox) -> None:
@@ -304,16 +361,8 @@ class ReplicaCore:
         partition = self.partitions.by_name(*name)
         return name if partition is None else partition.name
 
-    def _topic_config(self, topic: str) -> TopicConfig:
-        """A topic's settings, one object shared by its partitions while its configs last."""
-        overrides = self._image.topic_configs(topic)
-        cached = self._topic_configs.get(topic)
-        if cached is None or cached[0] is not overrides:
-            cached = self._topic_configs[topic] = (overrides, topic_config(overrides, self.config))
-        return cached[1]
-
     def _partition_for(self, assignment: PartitionAssignment) -> Partition:
-        config = self._topic_config(assignment.topic)
+        config = self.topic_configs.for_topic(self._image, assignment.topic)
         key = assignment.key  # one key object per partition, kept by the table and the log
         partition = self.partitions.get(key)
         if partition is None:
@@ -386,7 +435,7 @@ class ReplicaCore:
         answer = fetched.answer
         error = Errors.from_code(answer.error_code)
         if error == Errors.NONE:
-            if not self._follow(partition, fetched, outbox):
+            if not self._follow(partition, fetched, now_ms, outbox):
                 fetcher.delay(fetched.key, now_ms)
                 return
         elif error == Errors.FENCED_LEADER_EPOCH and (
@@ -412,7 +461,9 @@ class ReplicaCore:
             log_start_offset=position.log_start_offset,
         )
 
-    def _follow(self, partition: Partition, fetched: FetchedPartition, outbox: Outbox) -> bool:
+    def _follow(
+        self, partition: Partition, fetched: FetchedPartition, now_ms: int, outbox: Outbox
+    ) -> bool:
         """Apply one partition's records or divergence; False to back off."""
         answer = fetched.answer
         diverging = answer.diverging_epoch
@@ -430,6 +481,7 @@ class ReplicaCore:
             records=answer.records,
             leader_high_watermark=answer.high_watermark,
             leader_log_start_offset=answer.log_start_offset,
+            now_ms=now_ms,
         )
         if outcome.high_watermark_moved:
             outbox.moved(partition.key)
@@ -478,6 +530,7 @@ class ReplicaCore:
             self.alter_partitions.next_deadline_ms(),
             *(fetcher.next_deadline_ms(now_ms) for fetcher in self.fetchers.values()),
             self._next_isr_check_ms,
+            self._next_producer_expiration_ms,
         ]
         found = [d for d in deadlines if d is not None]
         return min(found) if found else None

@@ -30,6 +30,7 @@ thread (Kafka's ``replica.high.watermark.checkpoint.interval.ms``).
 
 from __future__ import annotations
 
+import abc
 import gc
 import logging
 import math
@@ -49,14 +50,20 @@ from broker.controller_channel import (
 from broker.data_metrics import DataPlaneCounters, PartitionCensus, data_plane_families
 from broker.replica import OutboundAlterPartition, ReplicaCore, ReplicaOutput
 from broker.replica.links import FetchLinks, PeerAddress
+from broker.replica.log_cleaning import LogCleaning, run_log_cleaner
 from broker.replica.manager import PartitionAssignment, PartitionKey
 from quorum.controller.image import MetadataImage
 from quorum.metrics import STEP_WORK
 from quorum.metrics.exposition import Family
 from quorum.node.connection import ResponseSlot
-from quorum.wire.messages import DeleteRecordsRequest, FetchRequest, ProduceRequest
+from quorum.wire.messages import (
+    DeleteRecordsRequest,
+    FetchRequest,
+    ProduceRequest,
+    ProduceResponse,
+)
 
-__all__ = ["LogMaintenance", "ReplicaDriver"]
+__all__ = ["InternalProduceSlot", "LogMaintenance", "ReplicaDriver"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +75,17 @@ class LogMaintenance:
     retention_check_interval_ms: int
     # removes the directories of partitions no longer hosted (blocking: a worker thread)
     remove_deleted: Callable[[], object]
+    # the log cleaner of compacted partitions (``broker.replica.log_cleaning``); None: off
+    cleaning: LogCleaning | None = None
+
+
+class InternalProduceSlot(abc.ABC):
+    """Where the answer to one of the broker's own produces goes (``produce(internal=True)``:
+    the group coordinator's appends to ``__consumer_offsets``)."""
+
+    @abc.abstractmethod
+    def complete(self, response: ProduceResponse) -> None:
+        """The produce's answer: once the high watermark passed it, or with its error."""
 
 
 @attrs.frozen
@@ -117,7 +135,8 @@ class ReplicaDriver:
         # set (and replaced) after each slice of the image's changes is applied
         self.applied = trio.Event()
         self.counters = DataPlaneCounters()
-        self._started: dict[ResponseSlot, int] = {}  # when each waiting request arrived
+        # when each waiting request arrived
+        self._started: dict[ResponseSlot | InternalProduceSlot, int] = {}
 
     # -- the ReplicaManager side (the Raft core's task: no waiting) --------------------------
 
@@ -147,12 +166,22 @@ class ReplicaDriver:
 
     # -- the listener side ------------------------------------------------------------------
 
-    def produce(self, slot: ResponseSlot | None, request: ProduceRequest) -> None:
-        """A Produce request; ``slot`` is None for acks=0 (no answer is ever sent)."""
+    def produce(
+        self,
+        slot: ResponseSlot | InternalProduceSlot | None,
+        request: ProduceRequest,
+        *,
+        internal: bool = False,
+    ) -> None:
+        """A Produce request; ``slot`` is None for acks=0 (no answer is ever sent).
+
+        ``internal``: the group coordinator's append to ``__consumer_offsets``, its
+        ``slot`` an ``InternalProduceSlot``.
+        """
         self.counters.produced(request)
         if slot is not None:
             self._started[slot] = self._clock_ms()
-        self._step(lambda now: self.core.produce(slot, request, now), "produce")
+        self._step(lambda now: self.core.produce(slot, request, now, internal=internal), "produce")
 
     def fetch(self, slot: ResponseSlot, request: FetchRequest, version: int) -> None:
         self.counters.fetch_requests += 1
@@ -210,6 +239,13 @@ class ReplicaDriver:
                 nursery.start_soon(self._checkpoints)
             if self._maintenance is not None:
                 nursery.start_soon(self._maintain_logs, self._maintenance)
+                if self._maintenance.cleaning is not None:
+                    nursery.start_soon(
+                        run_log_cleaner,
+                        self._maintenance.cleaning,
+                        lambda: list(self.core.partitions),
+                        self._clock_ms,
+                    )
             task_status.started()
             try:
                 await trio.sleep_forever()
@@ -247,7 +283,7 @@ class ReplicaDriver:
         now = self._clock_ms()
         counters = self.counters
         for answer in output.produce_answers:
-            if isinstance(answer.handle, ResponseSlot):
+            if isinstance(answer.handle, (ResponseSlot, InternalProduceSlot)):
                 answer.handle.complete(answer.response)
                 counters.produce_time.record(now, now - self._started.pop(answer.handle, now))
         for fetched in output.fetch_answers:

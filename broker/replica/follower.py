@@ -6,11 +6,13 @@
 * ``truncation_offset`` (KIP-279, Kafka's getOffsetTruncationState): on a
   DivergingEpoch ``(epoch, end offset)`` the follower cuts at the smaller of
   the leader's end offset and its own end offset for that epoch, never above
-  its log end. When the follower does not know the leader's epoch, it cuts at
+  its log end; the producer state is then rebuilt to the new log end at its
+  next need (``Partition.after_truncation``). When the follower does not know the leader's epoch, it cuts at
   the end of its largest epoch below it and fetches again (the next answer
   may diverge further back).
 * ``apply_fetched``: whole batches are appended as they are (offsets and
-  epochs are the leader's), then the high watermark becomes
+  epochs are the leader's) and update the producer state (no checks: the
+  leader made them), then the high watermark becomes
   ``min(leader's HW, own log end offset)`` and the log start follows the
   leader's (up to the high watermark).
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import attrs
 
 from broker.replica.partition import Partition
+from broker.replica.producer_state import appended_batches
 from quorum.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, LogError, OffsetAndEpoch
 from quorum.wire.batch import iter_batch_headers
 from quorum.wire.errors import WireError
@@ -96,13 +99,17 @@ def apply_fetched(
     records: bytes | memoryview | None,
     leader_high_watermark: int,
     leader_log_start_offset: int,
+    now_ms: int = 0,
 ) -> FetchedOutcome:
     appended = False
     if records:
         try:
             batches = _whole_batches(records)
             if len(batches):
+                before = partition.log_position()
                 partition.log.append_as_follower(batches)
+                # the same producer state as the leader's, unchecked (the leader checked)
+                partition.track_appended(before, appended_batches(batches), now_ms)
                 appended = True
         except (LogError, WireError) as exc:
             return FetchedOutcome(error=f"cannot append the fetched records: {exc}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import cast
 
 import attrs
@@ -33,6 +33,13 @@ from broker.replica.config import TopicConfig
 from broker.replica.epochs import leader_end_offset_for_epoch
 from broker.replica.isr import CommittedIsr, IsrChange, IsrState
 from broker.replica.manager import PartitionAssignment, PartitionKey, PartitionRole
+from broker.replica.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    AppendedBatch,
+    ProducerStateManager,
+    current_producer_state,
+    track_appended,
+)
 from broker.replica.replica_state import (
     NO_FOLLOWERS,
     ReplicaState,
@@ -88,6 +95,7 @@ class PartitionContext:
     is_isr_eligible: Callable[[int], bool]
     # a new partition's log, made at its first write (key, name)
     create_log: Callable[[PartitionKey, tuple[str, int]], ReplicatedLog]
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 
 class Partition:
@@ -105,6 +113,7 @@ class Partition:
         "leader_id",
         "name",
         "partition_epoch",
+        "producers",
     )
 
     def __init__(
@@ -135,6 +144,9 @@ class Partition:
         self.high_watermark = max(
             self.log.log_start_offset, min(high_watermark, self.log.log_end_offset)
         )
+        # the idempotent producers below the log end; None: not built yet (it is, from the
+        # log and its producer snapshots, at the first need: see ``producer_state``)
+        self.producers: ProducerStateManager | None = None
 
     def __repr__(self) -> str:
         return (
@@ -317,9 +329,36 @@ class Partition:
         return changed
 
     def after_truncation(self) -> None:
-        """Keep the high watermark inside the log after it was cut."""
+        """Keep the high watermark inside the log after it was cut; the producer state is
+        rebuilt to the new log end at its next need (the log dropped the snapshots above)."""
         self.high_watermark = max(
             self.log_start_offset, min(self.high_watermark, self.log_end_offset)
+        )
+        self.producers = None
+
+    # -- idempotent producers ------------------------------------------------------------
+
+    def producer_state(self, now_ms: int) -> ProducerStateManager:
+        """The producers below the log end, rebuilt from the log at the first need."""
+        self.producers = current_producer_state(
+            self.log, self.producers, now_ms=now_ms,
+            expiration_ms=self.context.producer_id_expiration_ms,
+        )
+        return self.producers
+
+    def log_position(self) -> tuple[int, int]:
+        """The active segment's base offset and the log end offset (before an append)."""
+        log = self.log
+        return log.active_segment_base_offset, log.log_end_offset
+
+    def track_appended(
+        self, before: tuple[int, int], appended: Iterable[AppendedBatch], now_ms: int
+    ) -> None:
+        """After an append (``before``: ``log_position()`` before it): the producer state
+        takes its batches, a roll snapshots it (``producer_state.track_appended``)."""
+        self.producers = track_appended(
+            self.log, self.producers, before, appended, now_ms=now_ms,
+            expiration_ms=self.context.producer_id_expiration_ms,
         )
 
     # -- follower fetches (leader side) --------------------------------------------------

@@ -6,7 +6,9 @@ Kafka's ReplicaManager.appendRecords with DelayedProduce:
   nothing is appended;
 * each partition appends (``broker.replica.append``); an unknown partition
   answers UNKNOWN_TOPIC_OR_PARTITION, one this broker does not lead
-  NOT_LEADER_OR_FOLLOWER;
+  NOT_LEADER_OR_FOLLOWER; a client's produce to an internal topic
+  (``__consumer_offsets``) INVALID_TOPIC_EXCEPTION: only the broker's own
+  group coordinator appends there (``internal=True``);
 * acks=1 answers at once; acks=0 gets no answer at all (a stray answer would
   desynchronise the client's correlation ids);
 * acks=all with at least one partition appended waits in the purgatory until
@@ -28,6 +30,7 @@ from broker.replica.manager import PartitionKey
 from broker.replica.output import Outbox, ProduceAnswer, by_topic
 from broker.replica.partition import Partition
 from broker.replica.purgatory import Purgatory
+from quorum.controller.topic_names import INTERNAL_TOPICS
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     ProduceRequest,
@@ -68,6 +71,7 @@ def _answer(handle: Hashable, statuses: list[_Status]) -> ProduceAnswer:
             base_offset=status.result.base_offset,
             log_append_time_ms=status.result.log_append_time_ms,
             log_start_offset=status.result.log_start_offset,
+            record_errors=status.result.record_errors,
             error_message=status.result.error_message,
         ))
         for status in statuses
@@ -84,11 +88,23 @@ class Producing:
         self.purgatory: Purgatory[DelayedProduce] = Purgatory()
 
     def produce(
-        self, handle: Hashable, request: ProduceRequest, now_ms: int, outbox: Outbox
+        self,
+        handle: Hashable,
+        request: ProduceRequest,
+        now_ms: int,
+        outbox: Outbox,
+        *,
+        internal: bool = False,
     ) -> None:
         statuses = []
         for topic in request.topic_data:
             for data in topic.partition_data:
+                if topic.name in INTERNAL_TOPICS and not internal:
+                    statuses.append(_Status(topic.name, data.index, None, AppendResult(
+                        error=Errors.INVALID_TOPIC_EXCEPTION,
+                        error_message=f"Cannot append to internal topic {topic.name}",
+                    )))
+                    continue
                 statuses.append(self._append_one(topic.name, data.index, data.records,
                                                  request.acks, now_ms, outbox))
         if request.acks == 0:

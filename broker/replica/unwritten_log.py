@@ -35,6 +35,9 @@ _READS: Final = frozenset({
     "snapshot_ids",
     "flushed_offset",
     "recovery_point",
+    "active_segment_base_offset",
+    "load_producer_snapshot",
+    "producer_snapshot_offsets",
 })
 # never written: every unwritten partition reads from it
 _EMPTY: Final = MemoryLog()

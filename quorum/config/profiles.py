@@ -33,6 +33,11 @@ TEST_PROFILE_OVERRIDES: Final[Mapping[str, str]] = MappingProxyType({
     "replica.lag.time.max.ms": "2000",
     # the first member of a group does not wait for others (Kafka: 3 s)
     "group.initial.rebalance.delay.ms": "0",
+    # consumers may use sessions down to 1 s, so a killed member leaves its group sooner
+    # (Kafka's minimum: 6 s)
+    "group.min.session.timeout.ms": "1000",
+    # offsets of empty groups are checked for expiry every 10 s (Kafka: 10 minutes)
+    "offsets.retention.check.interval.ms": "10000",
     # preferred leaders are restored within a second (Kafka: every 5 minutes)
     "leader.imbalance.check.interval.seconds": "1",
     # retention runs every second (Kafka: 5 minutes)

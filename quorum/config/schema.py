@@ -33,6 +33,7 @@ from quorum.config.errors import ConfigError, ConfigProblem
 
 __all__ = [
     "BOOLEAN",
+    "DOUBLE",
     "INT",
     "LONG",
     "REQUIRED",
@@ -84,6 +85,19 @@ def _integer(kind: str, bounds: tuple[int, int]) -> Callable[[str], int]:
 
 INT: Final = _integer("INT", _INT32)
 LONG: Final = _integer("LONG", _INT64)
+
+
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[dDfF]?")
+
+
+def _double(text: str) -> float:
+    """Java's Double.parseDouble on decimal text (no hex floats, NaN or Infinity)."""
+    if not _DECIMAL.fullmatch(text):
+        raise InvalidValue("Not a number of type DOUBLE")
+    return float(text.rstrip("dDfF"))
+
+
+DOUBLE: Final = _double
 
 
 def _boolean(text: str) -> bool:

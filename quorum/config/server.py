@@ -148,6 +148,19 @@ class ServerConfig:
     # session alive (its registration); heartbeats wait at most half a session
     controller_socket_timeout_ms: int = setting("controller.socket.timeout.ms", INT, "30000", at_least(1))
     group_initial_rebalance_delay_ms: int = setting("group.initial.rebalance.delay.ms", INT, "3000", at_least(0))
+    group_min_session_timeout_ms: int = setting("group.min.session.timeout.ms", INT, "6000", at_least(1))
+    group_max_session_timeout_ms: int = setting("group.max.session.timeout.ms", INT, "1800000", at_least(1))
+    group_max_size: int = setting("group.max.size", INT, "2147483647", at_least(1))
+    offsets_topic_num_partitions: int = setting("offsets.topic.num.partitions", INT, "50", at_least(1))
+    offsets_topic_replication_factor: int = setting("offsets.topic.replication.factor", INT, "3", at_least(1))
+    offsets_topic_segment_bytes: int = setting("offsets.topic.segment.bytes", INT, "104857600", at_least(1))
+    offsets_retention_minutes: int = setting("offsets.retention.minutes", INT, "10080", at_least(1))
+    offsets_retention_check_interval_ms: int = setting("offsets.retention.check.interval.ms", LONG, "600000", at_least(1))
+    offsets_commit_timeout_ms: int = setting("offsets.commit.timeout.ms", INT, "5000", at_least(1))
+    offsets_load_buffer_size: int = setting("offsets.load.buffer.size", INT, "5242880", at_least(1))
+    offset_metadata_max_bytes: int = setting("offset.metadata.max.bytes", INT, "4096", at_least(0))
+    producer_id_expiration_ms: int = setting("producer.id.expiration.ms", INT, "86400000", at_least(1))
+    producer_id_expiration_check_interval_ms: int = setting("producer.id.expiration.check.interval.ms", INT, "600000", at_least(1))
 
     @property
     def min_insync_replicas(self) -> int:

@@ -52,7 +52,7 @@ from quorum.controller.topic_configs import (
     ConfigSource,
     ConfigValue,
     TopicConfigDef,
-    check_min_insync_replicas,
+    check_topic_configs,
     resolve_topic_configs,
     static_broker_value,
     validate_config_value,
@@ -211,7 +211,7 @@ def _merge(
 
 def _check_topic(image: MetadataImage, topic: str, merged: Mapping[str, str]) -> None:
     factor = _replication_factor(image, topic)
-    problem = None if factor is None else check_min_insync_replicas(merged, factor)
+    problem = check_topic_configs(merged, factor)
     if problem is not None:
         raise Rejected(Errors.INVALID_CONFIG, problem)
     if image.topic(topic) is None:

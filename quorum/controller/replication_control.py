@@ -40,7 +40,7 @@ from quorum.controller.topic_configs import (
     CLUSTER_DEFAULT,
     MIN_INSYNC_REPLICAS,
     TOPIC_CONFIGS,
-    check_min_insync_replicas,
+    check_topic_configs,
     majority,
     resolve_topic_configs,
     validate_config_value,
@@ -290,7 +290,7 @@ def _plan_topic(
                     f"Unable to replicate the partition {factor} time(s): all brokers are "
                     "currently fenced or in controlled shutdown.",
                 )
-    problem = check_min_insync_replicas(configs, factor)
+    problem = check_topic_configs(configs, factor)
     if problem is not None:
         raise Rejected(Errors.INVALID_CONFIG, problem)
     configs = _with_min_insync(image, configs, factor, ctx)

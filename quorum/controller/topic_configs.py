@@ -1,5 +1,11 @@
-"""The topic configs pykraft knows: names, types, Kafka's defaults, validation,
-and how a topic's effective value is resolved.
+"""Topic configs: validation, and how a topic's effective value is resolved.
+
+The table of every Kafka 4.x topic config (type, default, valid values,
+broker synonym, and the values pykraft refuses because it cannot honour
+them) is ``topic_config_defs``. Besides each value, a topic's whole set is
+checked (``check_topic_configs``): Kafka's min.compaction.lag.ms <=
+max.compaction.lag.ms, and the second safety rule below. Brokers resolve
+the same values for their partition logs (``broker.replica.config``).
 
 Resolution order (Kafka's ``KafkaConfigSchema.resolveEffectiveTopicConfig``):
 the topic's own ConfigRecord, then the cluster-wide dynamic broker config
@@ -23,14 +29,22 @@ Two choices differ from Kafka, both for safety (ARCHITECTURE.md section 6):
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Final
 
 import attrs
 
-from quorum.config.schema import BOOLEAN, INT, LONG, InvalidValue, csv_entries
 from quorum.controller.image import ConfigResource, ConfigResourceType, MetadataImage
 from quorum.controller.results import ControllerConfig
+from quorum.controller.topic_config_defs import (
+    MIN_INSYNC_REPLICAS,
+    TOPIC_CONFIGS,
+    UNCLEAN_LEADER_ELECTION_ENABLE,
+    ConfigKind,
+    TopicConfigDef,
+    compaction_lag_problem,
+    value_problem,
+)
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -43,6 +57,7 @@ __all__ = [
     "ConfigValue",
     "TopicConfigDef",
     "check_min_insync_replicas",
+    "check_topic_configs",
     "majority",
     "resolve_topic_configs",
     "static_broker_value",
@@ -51,20 +66,8 @@ __all__ = [
     "validate_config_value",
 ]
 
-MIN_INSYNC_REPLICAS: Final = "min.insync.replicas"
-UNCLEAN_LEADER_ELECTION_ENABLE: Final = "unclean.leader.election.enable"
 # the BROKER resource that holds cluster-wide dynamic defaults
 CLUSTER_DEFAULT: Final = ConfigResource(ConfigResourceType.BROKER, "")
-
-
-class ConfigKind(enum.IntEnum):
-    """DescribeConfigs ConfigType codes (Kafka's ConfigDef.Type)."""
-
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    LONG = 5
-    LIST = 7
 
 
 class ConfigSource(enum.IntEnum):
@@ -75,17 +78,6 @@ class ConfigSource(enum.IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
-
-
-@attrs.frozen(kw_only=True)
-class TopicConfigDef:
-    name: str
-    kind: ConfigKind
-    default: str
-    broker_key: str
-    doc: str
-    minimum: int | None = None
-    choices: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -101,86 +93,11 @@ class ConfigValue:
     synonyms: tuple[tuple[ConfigSource, str, str], ...] = ()
 
 
-_DAY_MS: Final = 24 * 60 * 60 * 1000
-
-_DEFS: Final = (
-    TopicConfigDef(
-        name="cleanup.policy", kind=ConfigKind.LIST, default="delete",
-        broker_key="log.cleanup.policy", choices=("compact", "delete"),
-        doc="How old segments are discarded: delete (retention) and/or compact.",
-    ),
-    TopicConfigDef(
-        name="compression.type", kind=ConfigKind.STRING, default="producer",
-        broker_key="compression.type",
-        choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-        doc="Compression of stored batches; producer keeps the producer's codec.",
-    ),
-    TopicConfigDef(
-        name="max.message.bytes", kind=ConfigKind.INT, default=str(1024 * 1024 + 12),
-        broker_key="message.max.bytes", minimum=0,
-        doc="Largest record batch the topic accepts, in bytes.",
-    ),
-    TopicConfigDef(
-        name="message.timestamp.type", kind=ConfigKind.STRING, default="CreateTime",
-        broker_key="log.message.timestamp.type", choices=("CreateTime", "LogAppendTime"),
-        doc="Whether record timestamps are the producer's or the broker's append time.",
-    ),
-    TopicConfigDef(
-        name=MIN_INSYNC_REPLICAS, kind=ConfigKind.INT, default="1",
-        broker_key=MIN_INSYNC_REPLICAS, minimum=1,
-        doc="ISR size below which acks=all produces fail with NOT_ENOUGH_REPLICAS.",
-    ),
-    TopicConfigDef(
-        name="retention.bytes", kind=ConfigKind.LONG, default="-1",
-        broker_key="log.retention.bytes",
-        doc="Partition size above which old segments are deleted (-1: no limit).",
-    ),
-    TopicConfigDef(
-        name="retention.ms", kind=ConfigKind.LONG, default=str(7 * _DAY_MS),
-        broker_key="log.retention.ms", minimum=-1,
-        doc="Age after which old segments are deleted (-1: no limit).",
-    ),
-    TopicConfigDef(
-        name="segment.bytes", kind=ConfigKind.INT, default=str(1024 * 1024 * 1024),
-        broker_key="log.segment.bytes", minimum=14,
-        doc="Size at which a new log segment is rolled, in bytes.",
-    ),
-    TopicConfigDef(
-        name="segment.ms", kind=ConfigKind.LONG, default=str(7 * _DAY_MS),
-        broker_key="log.roll.ms", minimum=1,
-        doc="Age at which a new log segment is rolled.",
-    ),
-    TopicConfigDef(
-        name=UNCLEAN_LEADER_ELECTION_ENABLE, kind=ConfigKind.BOOLEAN, default="false",
-        broker_key=UNCLEAN_LEADER_ELECTION_ENABLE,
-        doc="Whether a replica outside the ISR may become leader (may lose data).",
-    ),
-)
-
-TOPIC_CONFIGS: Final[Mapping[str, TopicConfigDef]] = {d.name: d for d in _DEFS}
-# dynamic broker configs pykraft accepts: the broker synonyms of the topic configs
-BROKER_CONFIGS: Final[Mapping[str, TopicConfigDef]] = {d.broker_key: d for d in _DEFS}
-
-_PARSERS: Final[dict[ConfigKind, Callable[[str], object]]] = {
-    ConfigKind.BOOLEAN: BOOLEAN,
-    ConfigKind.INT: INT,
-    ConfigKind.LONG: LONG,
-    ConfigKind.STRING: str,
-    ConfigKind.LIST: csv_entries,
+# dynamic broker configs pykraft accepts: the broker synonyms of the topic configs (Kafka's
+# DynamicLogConfig: the first synonym of each; the configs without one have none)
+BROKER_CONFIGS: Final[Mapping[str, TopicConfigDef]] = {
+    d.broker_key: d for d in TOPIC_CONFIGS.values() if d.broker_key is not None
 }
-
-
-def _problem(definition: TopicConfigDef, text: str) -> str | None:
-    try:
-        value = _PARSERS[definition.kind](text.strip())
-    except InvalidValue as exc:
-        return str(exc)
-    if definition.minimum is not None and isinstance(value, int) and value < definition.minimum:
-        return f"Value must be at least {definition.minimum}"
-    entries = value if isinstance(value, list) else [value]
-    if definition.choices and any(e not in definition.choices for e in entries):
-        return f"String must be one of: {', '.join(definition.choices)}"
-    return None
 
 
 def validate_config_value(
@@ -193,7 +110,7 @@ def validate_config_value(
         return f"Unknown config name: {name} (known: {known})"
     if value is None:
         return f"Null value not supported for config {name}"
-    problem = _problem(definition, value)
+    problem = value_problem(definition, value)
     if problem is None:
         return None
     return f"Invalid value {value} for configuration {name}: {problem}"
@@ -214,6 +131,16 @@ def check_min_insync_replicas(configs: Mapping[str, str], replication_factor: in
     )
 
 
+def check_topic_configs(configs: Mapping[str, str], replication_factor: int | None) -> str | None:
+    """The checks across a topic's configs (all of it, after a change): Kafka's
+    min.compaction.lag.ms <= max.compaction.lag.ms, then pykraft's min.insync.replicas
+    <= replication factor where the factor is known."""
+    problem = compaction_lag_problem(configs)
+    if problem is not None or replication_factor is None:
+        return problem
+    return check_min_insync_replicas(configs, replication_factor)
+
+
 def static_broker_value(broker_key: str, config: ControllerConfig) -> str | None:
     """The controller's own setting of a broker key, where ControllerConfig has one."""
     if broker_key == MIN_INSYNC_REPLICAS and config.min_insync_replicas is not None:
@@ -226,7 +153,8 @@ def static_broker_value(broker_key: str, config: ControllerConfig) -> str | None
 def _static_value(name: str, config: ControllerConfig, replication_factor: int) -> str | None:
     if name == MIN_INSYNC_REPLICAS and config.min_insync_replicas is None:
         return str(majority(replication_factor))
-    return static_broker_value(TOPIC_CONFIGS[name].broker_key, config)
+    broker_key = TOPIC_CONFIGS[name].broker_key
+    return None if broker_key is None else static_broker_value(broker_key, config)
 
 
 def _resolve_one(
@@ -239,7 +167,7 @@ def _resolve_one(
     chain: list[tuple[ConfigSource, str, str]] = []
     if definition.name in overrides:
         chain.append((ConfigSource.TOPIC_CONFIG, definition.name, overrides[definition.name]))
-    if definition.broker_key in cluster:
+    if definition.broker_key is not None and definition.broker_key in cluster:
         chain.append((
             ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
             definition.broker_key,
@@ -249,8 +177,8 @@ def _resolve_one(
     # a static setting that equals Kafka's default reads as the default: the
     # controller cannot tell whether the properties file named it
     if static is not None and static != definition.default:
-        chain.append((ConfigSource.STATIC_BROKER_CONFIG, definition.broker_key, static))
-    chain.append((ConfigSource.DEFAULT_CONFIG, definition.broker_key, definition.default))
+        chain.append((ConfigSource.STATIC_BROKER_CONFIG, definition.default_key, static))
+    chain.append((ConfigSource.DEFAULT_CONFIG, definition.default_key, definition.default))
     source, _key, value = chain[0]
     return ConfigValue(
         name=definition.name, value=value, source=source, kind=definition.kind,

@@ -12,12 +12,18 @@ from typing import Final
 
 __all__ = [
     "CLUSTER_METADATA_TOPIC",
+    "INTERNAL_TOPICS",
     "MAX_NAME_LENGTH",
+    "OFFSETS_TOPIC",
     "CollisionIndex",
     "topic_name_problem",
 ]
 
 CLUSTER_METADATA_TOPIC: Final = "__cluster_metadata"
+# the group coordinator's committed offsets and group metadata (a compacted topic)
+OFFSETS_TOPIC: Final = "__consumer_offsets"
+# Kafka's internal topics: marked internal in Metadata answers, written only by brokers
+INTERNAL_TOPICS: Final = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 MAX_NAME_LENGTH: Final = 249
 _LEGAL: Final = re.compile(r"[a-zA-Z0-9._-]+")
 

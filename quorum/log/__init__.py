@@ -5,6 +5,9 @@ use; ``FileLog`` implements it on Kafka's on-disk layout and ``MemoryLog`` in
 memory for the simulator.
 """
 
+from quorum.log.cleaner import CLEANER_OFFSET_CHECKPOINT, LogCleaner, cleaner_config_of
+from quorum.log.cleaner_job import CleaningJob, CleaningResult, CleaningStats, Pause, SyncFile
+from quorum.log.cleaner_plan import CleanerConfig, CleaningCandidate, choose_log
 from quorum.log.clock import Clock, wall_clock_ms
 from quorum.log.config import LogConfig, data_log_config
 from quorum.log.dir_checkpoints import CheckpointFileError
@@ -22,6 +25,12 @@ from quorum.log.flush_policy import FlushReason
 from quorum.log.log_dir import LogDirectory, PartitionId, PartitionKey
 from quorum.log.memory_log import MemoryLog
 from quorum.log.partition_metadata import PartitionMetadataError
+from quorum.log.producer_snapshots import (
+    MAX_BATCHES_PER_PRODUCER,
+    ProducerBatch,
+    ProducerEntry,
+    ProducerSnapshot,
+)
 from quorum.log.protocol import (
     UNDEFINED_EPOCH,
     UNDEFINED_OFFSET,
@@ -37,18 +46,26 @@ from quorum.log.roll import RollReason
 from quorum.log.timestamps import TimestampAndOffset
 
 __all__ = [
+    "CLEANER_OFFSET_CHECKPOINT",
     "DEFAULT_MAX_OPEN_FILES",
+    "MAX_BATCHES_PER_PRODUCER",
     "UNDEFINED_EPOCH",
     "UNDEFINED_OFFSET",
     "AppendInfo",
     "CheckpointFileError",
     "CheckpointedOffsets",
+    "CleanerConfig",
+    "CleaningCandidate",
+    "CleaningJob",
+    "CleaningResult",
+    "CleaningStats",
     "Clock",
     "EpochCache",
     "EpochEntry",
     "FileLog",
     "FlushReason",
     "InvalidAppendError",
+    "LogCleaner",
     "LogConfig",
     "LogCorruptionError",
     "LogDirectory",
@@ -61,12 +78,19 @@ __all__ = [
     "PartitionId",
     "PartitionKey",
     "PartitionMetadataError",
+    "Pause",
+    "ProducerBatch",
+    "ProducerEntry",
+    "ProducerSnapshot",
     "ReadResult",
     "ReplicatedLog",
     "RollReason",
     "SnapshotData",
     "SnapshotNotFoundError",
+    "SyncFile",
     "TimestampAndOffset",
+    "choose_log",
+    "cleaner_config_of",
     "data_log_config",
     "default_open_files",
     "metadata_end_offset_for_epoch",

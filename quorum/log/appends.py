@@ -2,7 +2,13 @@
 
 A leader append rewrites base offsets from the log end offset and stamps the
 leader epoch (in place when the caller's buffer is writable); a follower
-append keeps both and must continue the log exactly.  Either way every batch
+append keeps both.  A follower of the metadata log must continue the log
+exactly; a data partition's follower only needs offsets at or above the log
+end that increase from batch to batch (``allow_gaps``: its leader's log
+cleaner removed the records in between, as Kafka's ``appendAsFollower``
+accepts).  A follower's batches must lie within ``MAX_RELATIVE_OFFSET`` of the
+first one, so one segment can index them (a fetch answer comes from one segment
+of its leader, so they do).  Either way every batch
 is a whole, CRC-valid v2 batch no larger than ``max_message_bytes``, and no
 epoch is below ``latest_epoch`` (the log's ``last_fetched_epoch``: the last
 batch's epoch, else the latest snapshot's).
@@ -15,6 +21,7 @@ import attrs
 from quorum.log.batch_scan import BatchInfo, ScanResult, scan_batches
 from quorum.log.errors import InvalidAppendError
 from quorum.log.protocol import AppendInfo
+from quorum.log.roll import MAX_RELATIVE_OFFSET, beyond_reach
 from quorum.wire.batch import set_base_offset, set_partition_leader_epoch
 
 __all__ = ["PreparedAppend", "prepare_follower_append", "prepare_leader_append"]
@@ -107,7 +114,17 @@ def prepare_follower_append(
     log_end_offset: int,
     latest_epoch: int,
     max_message_bytes: int,
+    allow_gaps: bool = False,
 ) -> PreparedAppend:
-    scan = scan_batches(data, expected_offset=log_end_offset, min_epoch=latest_epoch)
+    scan = scan_batches(
+        data, expected_offset=log_end_offset, min_epoch=latest_epoch, allow_gaps=allow_gaps
+    )
     _checked(scan, len(data), max_message_bytes, "follower")
-    return PreparedAppend(data=data, batches=scan.batches, info=_info(scan.batches, len(data)))
+    info = _info(scan.batches, len(data))
+    if beyond_reach(info.first_offset, info.last_offset):
+        raise InvalidAppendError(
+            f"cannot append as follower: offsets {info.first_offset} to {info.last_offset} "
+            f"span more than {MAX_RELATIVE_OFFSET}, which no segment can index; "
+            f"append them separately"
+        )
+    return PreparedAppend(data=data, batches=scan.batches, info=info)

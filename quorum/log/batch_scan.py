@@ -54,11 +54,17 @@ EpochLookup = Callable[[int], int | None]
 
 
 def _check_batch(
-    header: BatchHeader, expected_offset: int | None, min_epoch: int, epoch_at: EpochLookup | None
+    header: BatchHeader,
+    expected_offset: int | None,
+    min_epoch: int,
+    epoch_at: EpochLookup | None,
+    allow_gaps: bool,
 ) -> str | None:
     if header.last_offset_delta < 0:
         return f"has a negative last offset delta ({header.last_offset_delta})"
-    if expected_offset is not None and header.base_offset != expected_offset:
+    if allow_gaps and expected_offset is not None and header.base_offset < expected_offset:
+        return f"has base offset {header.base_offset}, below offset {expected_offset} already held"
+    if not allow_gaps and expected_offset is not None and header.base_offset != expected_offset:
         return f"has base offset {header.base_offset} where offset {expected_offset} was expected"
     if header.partition_leader_epoch < min_epoch:
         return (
@@ -108,6 +114,7 @@ def scan_batches(
     check_crc: bool = True,
     epoch_at: EpochLookup | None = None,
     monotonic_epochs: bool = True,
+    allow_gaps: bool = False,
 ) -> ScanResult:
     """Walk the whole valid batches at the front of ``buf``.
 
@@ -120,13 +127,15 @@ def scan_batches(
     ``epoch_at``: the epoch a trusted record (the leader-epoch checkpoint)
     gives for a base offset, or None where it does not know; a batch that
     disagrees is invalid (the epoch field is not covered by the CRC).
+    ``allow_gaps``: offsets need only increase from ``expected_offset`` on (a segment
+    the log cleaner rewrote lacks the batches it removed).
     """
     batches: list[BatchInfo] = []
     position = 0
     while position < len(buf):
         header, problem = _header_or_problem(buf, position)
         if header is not None:
-            problem = _check_batch(header, expected_offset, min_epoch, epoch_at)
+            problem = _check_batch(header, expected_offset, min_epoch, epoch_at, allow_gaps)
             if problem is None and check_crc and not header.crc_matches(buf, position):
                 problem = "fails its CRC-32C check"
             if problem is not None:

@@ -24,9 +24,14 @@ def _not_negative(_: object, attribute: attrs.Attribute[int], value: int) -> Non
         raise ValueError(f"{attribute.name} must be at least 0, got {value}")
 
 
-def _positive_or_unlimited(_: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if value <= 0 and value != -1:
-        raise ValueError(f"{attribute.name} must be positive or -1 (unlimited), got {value}")
+def _at_least_minus_one(_: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < -1:
+        raise ValueError(f"{attribute.name} must be at least 0 or -1 (unlimited), got {value}")
+
+
+def _ratio(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not 0 <= value <= 1:
+        raise ValueError(f"{attribute.name} must be between 0 and 1, got {value}")
 
 
 def _at_least_4(_: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -53,6 +58,15 @@ class LogConfig:
     ``flush.ms``; broker ``log.flush.interval.messages`` /
     ``log.flush.interval.ms``; Long.MAX_VALUE = never): when a data partition
     is due an fsync (``quorum.log.flush_policy``).
+    ``compact`` / ``delete`` (``cleanup.policy``): whether the log cleaner
+    compacts the log and whether retention deletes old segments (a log with
+    neither keeps everything). For the cleaner: ``delete_retention_ms``
+    (``delete.retention.ms``: how long tombstones stay), ``min_cleanable_dirty_ratio``,
+    ``min_compaction_lag_ms`` and ``max_compaction_lag_ms`` (broker
+    ``log.cleaner.*``). ``file_delete_delay_ms`` (``file.delete.delay.ms``) is
+    kept for completeness: pykraft removes a deleted segment's files at once,
+    since its reads run in the same thread as the deletion and none can still
+    hold them (Kafka's delay exists for concurrent readers).
     ``verify_closed_segments_on_open``: check every batch's header and CRC of
     every segment when the log opens (not only the tail), so corruption in the
     middle of the log stops the open instead of being served later.
@@ -64,12 +78,28 @@ class LogConfig:
     segment_index_bytes: int = attrs.field(default=10485760, validator=_at_least_4)
     # any negative value is unlimited, as in Kafka
     retention_bytes: int = -1
-    retention_ms: int = attrs.field(default=604800000, validator=_positive_or_unlimited)
+    # 0 deletes every closed segment at the next check (Kafka allows it too)
+    retention_ms: int = attrs.field(default=604800000, validator=_at_least_minus_one)
     index_interval_bytes: int = attrs.field(default=4096, validator=_not_negative)
-    max_message_bytes: int = attrs.field(default=1048588, validator=_positive)
+    max_message_bytes: int = attrs.field(default=1048588, validator=_not_negative)
     flush_messages: int = attrs.field(default=_LONG_MAX, validator=_positive)
     flush_ms: int = attrs.field(default=_LONG_MAX, validator=_not_negative)
+    compact: bool = False
+    delete: bool = True
+    delete_retention_ms: int = attrs.field(default=86_400_000, validator=_not_negative)
+    min_cleanable_dirty_ratio: float = attrs.field(default=0.5, validator=_ratio)
+    min_compaction_lag_ms: int = attrs.field(default=0, validator=_not_negative)
+    max_compaction_lag_ms: int = attrs.field(default=_LONG_MAX, validator=_positive)
+    file_delete_delay_ms: int = attrs.field(default=60_000, validator=_not_negative)
     verify_closed_segments_on_open: bool = True
+
+    @property
+    def max_segment_ms(self) -> int:
+        """Kafka's ``maxSegmentMs``: a compacted log rolls by ``max.compaction.lag.ms`` too,
+        so the cleaner (which never cleans the active segment) can meet that bound."""
+        if self.compact and self.max_compaction_lag_ms > 0:
+            return min(self.max_compaction_lag_ms, self.segment_ms)
+        return self.segment_ms
 
     @property
     def max_offset_index_entries(self) -> int:

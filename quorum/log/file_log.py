@@ -28,6 +28,14 @@ Either way checkpoint files are replaced atomically (temp file, fsync, rename,
 directory fsync), and the epoch checkpoint is written before the batches that
 start a new epoch, so it never lacks an epoch that the durable log holds.
 
+A data partition's offsets may skip: the log cleaner removes records and
+keeps offsets, and a follower appends its cleaned leader's batches as they
+are (``quorum.log.appends``); reads, truncation and recovery take the first
+batch after an offset in a gap. A segment's next offset is still where the
+next segment begins: a roll starts the new segment at the log end, so a gap
+lies inside a segment, and a gap too wide to index from there is claimed by
+the segment before (``quorum.log.roll``).
+
 Reads use ``os.pread`` into a fresh buffer and return a ``memoryview`` of the
 whole batches in it: one copy from the page cache, none after that.
 
@@ -39,6 +47,7 @@ from __future__ import annotations
 
 import random
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -52,9 +61,10 @@ from quorum.log.errors import OffsetOutOfRangeError
 from quorum.log.file_cache import OpenFiles, default_open_files
 from quorum.log.flush_policy import FlushReason, flush_due, next_flush_deadline_ms
 from quorum.log.log_files import LogFiles
+from quorum.log.producer_snapshots import ProducerEntry, ProducerSnapshot
 from quorum.log.protocol import AppendInfo, OffsetAndEpoch, ReadResult, SnapshotData
 from quorum.log.recovery import OpenMode
-from quorum.log.roll import Incoming, should_roll
+from quorum.log.roll import Incoming, roll_offset, should_roll
 from quorum.log.segment import Segment
 from quorum.log.timestamps import TimestampAndOffset
 from quorum.wire.batch import LOG_OVERHEAD
@@ -151,6 +161,10 @@ class FileLog:
         return self._loaded is not None
 
     @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    @property
     def needs_recovery(self) -> bool:
         """Not opened yet, after an unclean shutdown: its files are not known to be whole."""
         return self._loaded is None and not self._mode.clean_shutdown
@@ -164,6 +178,14 @@ class FileLog:
     @property
     def config(self) -> LogConfig:
         return self._config
+
+    def update_config(self, config: LogConfig) -> None:
+        """A new config (its topic's changed): rolling, retention, flushing and new
+        segments follow it from now on (Kafka's ``UnifiedLog.updateConfig``); existing
+        segments keep the index sizes they were created with."""
+        self._config = config
+        if self._loaded is not None:
+            self._loaded.config = config
 
     @property
     def segments(self) -> list[Segment]:
@@ -241,6 +263,8 @@ class FileLog:
             log_end_offset=self.log_end_offset,
             latest_epoch=self.last_fetched_epoch,
             max_message_bytes=self._config.max_message_bytes,
+            # a data partition's leader may have cleaned: offsets skip what it removed
+            allow_gaps=self._mode.data_partition,
         )
         self._write(prepared)
         return prepared.info
@@ -260,16 +284,45 @@ class FileLog:
             last_offset=prepared.info.last_offset,
             max_timestamp=max(batch.max_timestamp for batch in prepared.batches),
         )
+        # past a follower's gap too wide to index from the log end, the new segment starts
+        # at the first batch (``quorum.log.roll``)
+        info = prepared.info
+        roll_at = roll_offset(files.log_end_offset, info.first_offset, info.last_offset)
         now = self._clock_ms()
-        if should_roll(active.roll_facts(), incoming, config=self._config, now_ms=now):
-            active = files.roll()
+        if roll_at is not None or should_roll(
+            active.roll_facts(), incoming, config=self._config, now_ms=now
+        ):
+            active = files.roll(roll_at)
         active.append(memoryview(prepared.data), prepared.batches)
+
+    @property
+    def active_segment_base_offset(self) -> int:
+        """Where the active segment starts (an append that moves it rolled a segment)."""
+        return self._files_of.active.base_offset
 
     def roll(self) -> None:
         """Start a new segment now (if the active one holds anything)."""
         files = self._files_of
         if files.active.size > 0:
             files.roll()
+
+    # -- the log cleaner (``quorum.log.cleaner_job``) -------------------------------------
+
+    def detached_segment(self, base_offset: int) -> Segment:
+        """A segment object for ``<base>.log`` outside the log: the cleaner builds its
+        indexes while it writes the replacement, and swaps it in with ``replace_segments``."""
+        return Segment(
+            self._directory,
+            base_offset,
+            config=self._config,
+            files=self._files,
+            created_ms=self._clock_ms(),
+        )
+
+    def replace_segments(self, old: Sequence[Segment], new: Segment) -> None:
+        """``new`` (on disk already: ``quorum.log.cleaner_swap``) takes the place of the
+        consecutive closed segments ``old``."""
+        self._files_of.replace_segments(old, new)
 
     # -- reads ----------------------------------------------------------------
 
@@ -289,8 +342,18 @@ class FileLog:
         if start_offset == self.log_end_offset:
             return empty
         files = self._files_of
-        segment = files.segments[files.segment_index(start_offset)]
-        position, first_size, _ = segment.locate(start_offset)
+        index = files.segment_index(start_offset)
+        found = files.segments[index].find(start_offset)
+        while found is None and index + 1 < len(files.segments):
+            # no batch of the segment reaches the offset (it claims a follower's gap up to
+            # the next segment, or is damaged): the next segment holds the next batch
+            index += 1
+            following = files.segments[index]
+            found = following.find(following.base_offset) if following.size else None
+        if found is None:
+            return empty
+        segment = files.segments[index]
+        position, first_size, _ = found
         length = min(segment.size - position, max(max_bytes, first_size))
         buf = segment.pread(length, position)
         if len(buf) < min(length, first_size):
@@ -362,8 +425,25 @@ class FileLog:
         if offset >= self.log_end_offset:
             return
         index = files.segment_index(offset)
-        # the batch containing ``offset`` goes whole (batches are never split)
-        position, _, new_end = files.segments[index].locate(offset)
+        segment = files.segments[index]
+        # the batch containing ``offset`` goes whole (batches are never split), and so
+        # does every later one; when ``offset`` lies in a gap (the cleaner's, or one a
+        # follower appended) the cut is at the first batch after it. The log then ends
+        # after the last batch kept, never in a gap: recovery finds its end from the
+        # batches, and would take a segment ending early for a torn one.
+        found = segment.find(offset)
+        if found is None:
+            position, new_end = segment.size, segment.end_before(segment.size, offset)
+        else:
+            position = found[0]
+            new_end = segment.end_before(position, found[2] - 1)
+        if position == 0 and index > 0:
+            previous = files.segments[index - 1]
+            end = previous.end_before(previous.size, previous.next_offset - 1)
+            if end < segment.base_offset:
+                # the one before claims a follower's gap up to this segment: an empty
+                # segment after a gap could not be told from a torn one by recovery
+                index, position, new_end = index - 1, previous.size, end
         if new_end < files.log_start_offset:
             self.truncate_fully_and_start_at(files.log_start_offset)
             return
@@ -438,9 +518,10 @@ class FileLog:
 
     def delete_old_segments(self, now_ms: int, *, high_watermark: int) -> int:
         """A data partition's retention (Kafka's ``deleteOldSegments``): segments below the
-        log start offset, then by ``retention.bytes``, then by ``retention.ms`` (the
-        active segment too, once it is wholly below the high watermark: the log is
-        then empty at its end); returns how many segments were deleted."""
+        log start offset, then, when ``cleanup.policy`` has ``delete``, by
+        ``retention.bytes``, then by ``retention.ms`` (the active segment too, once it is
+        wholly below the high watermark: the log is then empty at its end); returns how
+        many segments were deleted."""
         files, config = self._files_of, self._config
         deleted = files.delete_expired(
             retention.start_breached(
@@ -449,6 +530,8 @@ class FileLog:
                 high_watermark=high_watermark,
             )
         )
+        if not config.delete:
+            return deleted
         deleted += files.delete_expired(
             retention.size_breached(
                 files.segments,
@@ -510,3 +593,20 @@ class FileLog:
         self.advance_log_start_offset(snapshot_id.offset)
         snapshots.delete_before(snapshot_id)
         return True
+
+    # -- producer-state snapshots (data partitions; ``quorum.log.producer_snapshots``) --
+
+    def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None:
+        files = self._files_of
+        if not files.log_start_offset <= offset <= files.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"cannot snapshot producers at offset {offset}: the log holds offsets "
+                f"[{files.log_start_offset}, {files.log_end_offset})"
+            )
+        files.producer_snapshots.write(offset, entries)
+
+    def load_producer_snapshot(self, at_or_below: int) -> ProducerSnapshot | None:
+        return self._files_of.producer_snapshots.latest(at_or_below)
+
+    def producer_snapshot_offsets(self) -> list[int]:
+        return self._files_of.producer_snapshots.offsets()

@@ -13,6 +13,11 @@ checked when it is first opened: a directory of the same name whose id
 differs belongs to a deleted topic, and is moved aside and deleted instead
 of being served.
 
+Each partition's log follows its topic's config: ``configure_topic`` (called
+by the replica core whenever the broker's metadata image changes a topic's
+effective log config) applies it to the topic's open logs and to the logs
+made later; a topic never configured uses the broker's default.
+
 Deleting renames the directory to Kafka's ``<topic>-<partition>.<uuid>-delete``
 (one rename, durable with one directory fsync) and queues it; the files go
 in ``remove_deleted_logs()``, which the broker runs in a worker thread (Kafka
@@ -49,7 +54,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -214,6 +219,19 @@ class LogDirectory:
 
     def config_of(self, topic: str) -> LogConfig:
         return self._topic_configs.get(topic, self._default_config)
+
+    def configure_topic(self, topic: str, config: LogConfig, partitions: Iterable[int]) -> None:
+        """The topic's effective log config (its own configs over the broker's), from the
+        broker's metadata image: logs made from now on use it, and the topic's existing
+        logs among ``partitions`` switch to it at once (``FileLog.update_config``)."""
+        if config == self._default_config:
+            self._topic_configs.pop(topic, None)
+        else:
+            self._topic_configs[topic] = config
+        for index in partitions:
+            log = self.logs.get((topic, index))
+            if log is not None:
+                log.update_config(config)
 
     def _lazy_log(self, name: TopicPartition, *, clean_shutdown: bool) -> FileLog:
         topic, partition = name

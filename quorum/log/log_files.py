@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 from quorum.log.clock import Clock
@@ -16,6 +17,7 @@ from quorum.log.config import LogConfig
 from quorum.log.file_cache import OpenFiles
 from quorum.log.fileio import fsync_dir, write_checkpoint
 from quorum.log.flush_policy import UnflushedState
+from quorum.log.producer_snapshots import ProducerSnapshotFiles
 from quorum.log.recovery import EPOCH_CHECKPOINT, OpenMode, recover, write_log_start_offset
 from quorum.log.roll import roll_jitter_ms
 from quorum.log.segment import Segment
@@ -50,6 +52,10 @@ class LogFiles:
         self.log_start_offset = recovered.log_start_offset
         self.epochs = recovered.epochs
         self.snapshots = SnapshotStore(directory)
+        self.producer_snapshots = ProducerSnapshotFiles(directory)
+        # recovery may have cut a tail that a producer snapshot covered
+        self.producer_snapshots.delete_above(self.log_end_offset)
+        self.producer_snapshots.delete_below(self.log_start_offset)
         self.flushed_offset = recovered.recovery_point
         self.last_flush_ms = now
         if not mode.data_partition:
@@ -97,15 +103,19 @@ class LogFiles:
             create=True,
         )
 
-    def roll(self) -> Segment:
-        """Close the active segment and start a new one at the log end (the metadata log
-        syncs the old one and the directory first; a data partition's flush does later)."""
+    def roll(self, base_offset: int | None = None) -> Segment:
+        """Close the active segment and start a new one at the log end, or at
+        ``base_offset`` past it, up to which the old one then claims the gap
+        (``quorum.log.roll``); the metadata log syncs the old one and the directory
+        first, a data partition's flush does later."""
         old = self.active
         old.close_time_index()
         if self.data_partition:
             old.persist_indexes()
         else:
             old.flush()
+        if base_offset is not None and base_offset > old.next_offset:
+            old.claim_gap_to(base_offset)
         new = self.new_segment(old.next_offset)
         if not self.data_partition:
             fsync_dir(self.directory)
@@ -172,6 +182,7 @@ class LogFiles:
         self.segments[index].truncate_at(position, new_end, now_ms=self._clock_ms())
         if self.epochs.truncate_from_end(new_end):
             self.save_epochs()
+        self.producer_snapshots.delete_above(new_end)
         self.flushed_offset = new_end
 
     def start_at(self, offset: int) -> None:
@@ -188,6 +199,7 @@ class LogFiles:
         self.bases = [offset]
         self.epochs.clear()
         self.save_epochs()
+        self.producer_snapshots.delete_all()
         self.log_start_offset = self.flushed_offset = offset
 
     def set_log_start(self, offset: int) -> None:
@@ -196,6 +208,7 @@ class LogFiles:
             # checkpoints it; segments below it are gone either way)
             write_log_start_offset(self.directory, offset)
         self.log_start_offset = offset
+        self.producer_snapshots.delete_below(offset)
         changed = self.epochs.truncate_from_start(offset)
         # no epoch may start at the log end (recovery could not tell it from a lost append)
         changed |= self.epochs.truncate_from_end(self.log_end_offset)
@@ -208,6 +221,19 @@ class LogFiles:
         while count < len(self.segments) - 1 and self.segments[count].next_offset <= offset:
             count += 1
         return count
+
+    def replace_segments(self, old: Sequence[Segment], new: Segment) -> None:
+        """The cleaner's swap: ``new`` replaces the consecutive closed segments ``old``."""
+        first = next(i for i, segment in enumerate(self.segments) if segment is old[0])
+        stop = first + len(old)
+        assert stop < len(self.segments), "the active segment is never replaced"
+        assert all(a is b for a, b in zip(self.segments[first:stop], old, strict=True))
+        assert new.base_offset == old[0].base_offset
+        if new.next_offset < old[-1].next_offset:
+            # the cleaner kept the last batch, but not a follower's gap after it
+            new.claim_gap_to(old[-1].next_offset)
+        self.segments[first:stop] = [new]
+        self.bases[first:stop] = [new.base_offset]
 
     def delete_oldest(self, count: int) -> None:
         if count == 0:

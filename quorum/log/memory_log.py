@@ -8,12 +8,17 @@ snapshots are durable as soon as they return, as in the file log.
 A model of the file log's segments (``quorum.log.memory_segments``) gives the
 same answers as a data partition's file log for rolls, retention, the flush
 policy and ListOffsets by timestamp; reads ignore it.
+
+``data_partition`` says who keeps the log, as the file log's ``OpenMode``
+does: a data partition's follower appends may skip offsets (its leader's log
+cleaner removed them), the metadata log's must continue exactly (the default).
 """
 
 from __future__ import annotations
 
 import bisect
 import random
+from collections.abc import Sequence
 
 import attrs
 
@@ -24,6 +29,11 @@ from quorum.log.epoch_cache import EpochCache
 from quorum.log.errors import OffsetOutOfRangeError, SnapshotNotFoundError
 from quorum.log.flush_policy import FlushReason, UnflushedState, flush_due, next_flush_deadline_ms
 from quorum.log.memory_segments import BatchFacts, SegmentModels
+from quorum.log.producer_snapshots import (
+    MemoryProducerSnapshots,
+    ProducerEntry,
+    ProducerSnapshot,
+)
 from quorum.log.protocol import AppendInfo, OffsetAndEpoch, ReadResult, SnapshotData
 from quorum.log.timestamps import TimestampAndOffset, scan_for_max_timestamp, scan_for_timestamp
 
@@ -47,8 +57,10 @@ class MemoryLog:
         *,
         clock_ms: Clock = wall_clock_ms,
         rng: random.Random | None = None,
+        data_partition: bool = False,
     ) -> None:
         self._config = config or LogConfig()
+        self._data_partition = data_partition
         self._clock_ms = clock_ms
         self._last_flush_ms = clock_ms()
         self._model = SegmentModels(self._config, now_ms=self._last_flush_ms, rng=rng or random.Random())
@@ -61,6 +73,7 @@ class MemoryLog:
         self._snapshots: dict[OffsetAndEpoch, bytes] = {}
         # downloads in progress (``write_partial_snapshot``): forgotten by a crash
         self._partial: dict[OffsetAndEpoch, bytearray] = {}
+        self.producer_snapshots = MemoryProducerSnapshots()
 
     # -- offsets and epochs ---------------------------------------------------
 
@@ -117,6 +130,7 @@ class MemoryLog:
             log_end_offset=self._log_end_offset,
             latest_epoch=self.last_fetched_epoch,
             max_message_bytes=self._config.max_message_bytes,
+            allow_gaps=self._data_partition,
         )
         self._store(prepared)
         return prepared.info
@@ -147,6 +161,10 @@ class MemoryLog:
         self._model.append(facts, now_ms=self._clock_ms())
         self._log_end_offset = prepared.info.last_offset + 1
 
+    @property
+    def active_segment_base_offset(self) -> int:
+        return self._model.active.base_offset
+
     def roll(self) -> None:
         """Start a new (modelled) segment now, if the active one holds anything."""
         if self._model.active.size > 0:
@@ -167,6 +185,8 @@ class MemoryLog:
         if start_offset == self._log_end_offset:
             return ReadResult(records=b"", base_offset=start_offset, next_offset=start_offset)
         index = bisect.bisect_right(self._bases, start_offset) - 1
+        if index >= 0 and self._batches[index].last_offset < start_offset:
+            index += 1  # the offset lies in a gap: the read starts at the next batch
         chosen: list[bytes] = []
         total = 0
         base_offset = start_offset
@@ -239,7 +259,11 @@ class MemoryLog:
             flushed = self._flushed_offset
             self._drop_from(bisect.bisect_left(self._bases, flushed))
             self._log_end_offset = flushed
-            self._model.truncate_to(flushed, flushed, now_ms=self._clock_ms())
+            # recovery keeps the segments starting at or below the flushed offset
+            keep = sum(1 for segment in self._model.segments if segment.base_offset <= flushed)
+            self._model.truncate_to(keep, flushed, now_ms=self._clock_ms())
+            # the file log's recovery does the same with a snapshot of a lost tail
+            self.producer_snapshots.delete_above(flushed)
         self._partial.clear()  # the file log removes its .part files when it opens
         self.restart()
 
@@ -270,18 +294,19 @@ class MemoryLog:
             )
         if offset >= self._log_end_offset:
             return
-        # the batch containing ``offset`` goes whole (batches are never split)
-        cut_at = bisect.bisect_right(self._bases, offset) - 1
-        assert cut_at >= 0, (offset, self._log_start_offset, self._bases[:1])
-        new_end = self._batches[cut_at].base_offset
+        # as in the file log: the batch containing ``offset`` (or the first after it, in a
+        # gap) goes whole with every later one, and the log ends after the last batch kept
+        # (the model knows where, batches below the log start included)
+        keep, new_end = self._model.truncation(offset)
         if new_end < self._log_start_offset:
             # the batch straddling the log start goes too: empty at the log start
             self.truncate_fully_and_start_at(self._log_start_offset)
             return
-        self._drop_from(cut_at)
-        self._model.truncate_to(offset, new_end, now_ms=self._clock_ms())
+        self._drop_from(bisect.bisect_left(self._bases, new_end))
+        self._model.truncate_to(keep, new_end, now_ms=self._clock_ms())
         self._log_end_offset = new_end
         self._flushed_offset = new_end
+        self.producer_snapshots.delete_above(new_end)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         if offset < 0:
@@ -291,6 +316,7 @@ class MemoryLog:
         self._epochs.clear()
         self._model.start_at(offset, now_ms=self._clock_ms())
         self._log_start_offset = self._log_end_offset = self._flushed_offset = offset
+        self.producer_snapshots.delete_all()
 
     def truncate_to_latest_snapshot(self) -> bool:
         latest = self.latest_snapshot_id
@@ -318,6 +344,7 @@ class MemoryLog:
 
     def _set_log_start(self, offset: int) -> None:
         self._log_start_offset = offset
+        self.producer_snapshots.delete_below(offset)
         self._epochs.truncate_from_start(offset)
         # no epoch may start at the log end (recovery could not tell it from a lost append)
         self._epochs.truncate_from_end(self._log_end_offset)
@@ -364,6 +391,8 @@ class MemoryLog:
                 log_start_offset=self._log_start_offset, high_watermark=high_watermark
             )
         )
+        if not self._config.delete:  # cleanup.policy without delete: no retention
+            return deleted
         deleted += self._delete_expired(model.size_breached(high_watermark=high_watermark))
         return deleted + self._delete_expired(
             model.time_breached(now_ms=now_ms, high_watermark=high_watermark)
@@ -440,3 +469,19 @@ class MemoryLog:
     def _forget_snapshots_before(self, snapshot_id: OffsetAndEpoch) -> None:
         for old in [key for key in self._snapshots if key < snapshot_id]:
             del self._snapshots[old]
+
+    # -- producer-state snapshots (see ``FileLog``) ---------------------------
+
+    def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None:
+        if not self._log_start_offset <= offset <= self._log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"cannot snapshot producers at offset {offset}: the log holds offsets "
+                f"[{self._log_start_offset}, {self._log_end_offset})"
+            )
+        self.producer_snapshots.write(offset, entries)
+
+    def load_producer_snapshot(self, at_or_below: int) -> ProducerSnapshot | None:
+        return self.producer_snapshots.latest(at_or_below)
+
+    def producer_snapshot_offsets(self) -> list[int]:
+        return self.producer_snapshots.offsets()

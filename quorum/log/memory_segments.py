@@ -8,8 +8,9 @@ record per batch (no bytes), including batches below the log start that the
 file log's first segment still holds.
 
 Not modelled: full indexes (``segment.index.bytes``) and file modification
-times (a segment whose batches have no timestamp); the equivalence tests stay
-away from both.
+times (a segment whose batches have no timestamp, or an empty one that a
+follower's roll past a wide gap closed); the equivalence tests stay away from
+both.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import attrs
 
 from quorum.log.config import LogConfig
 from quorum.log.retention import size_breached, start_breached, time_breached
-from quorum.log.roll import ActiveSegment, Incoming, roll_jitter_ms, should_roll
+from quorum.log.roll import ActiveSegment, Incoming, roll_jitter_ms, roll_offset, should_roll
 from quorum.log.time_index import NO_TIMESTAMP
 
 __all__ = ["BatchFacts", "SegmentModel", "SegmentModels"]
@@ -37,7 +38,15 @@ class BatchFacts:
 class SegmentModel:
     """One segment: its base offset, creation time and the facts of its batches."""
 
-    __slots__ = ("base_offset", "batches", "created_ms", "max_timestamp", "roll_jitter_ms", "size")
+    __slots__ = (
+        "base_offset",
+        "batches",
+        "claimed_end",
+        "created_ms",
+        "max_timestamp",
+        "roll_jitter_ms",
+        "size",
+    )
 
     def __init__(self, base_offset: int, *, created_ms: int, roll_jitter_ms: int = 0) -> None:
         self.base_offset = base_offset
@@ -47,10 +56,16 @@ class SegmentModel:
         # kept up to date: the roll rule reads them on every append
         self.size = 0
         self.max_timestamp = NO_TIMESTAMP
+        # past the batches: a follower's gap up to the next segment (``Segment.claim_gap_to``)
+        self.claimed_end = base_offset
+
+    @property
+    def batch_end(self) -> int:
+        return self.batches[-1].last_offset + 1 if self.batches else self.base_offset
 
     @property
     def next_offset(self) -> int:
-        return self.batches[-1].last_offset + 1 if self.batches else self.base_offset
+        return max(self.batch_end, self.claimed_end)
 
     def add(self, batches: list[BatchFacts]) -> None:
         self.batches.extend(batches)
@@ -58,6 +73,7 @@ class SegmentModel:
         self.max_timestamp = max(self.max_timestamp, *(b.max_timestamp for b in batches))
 
     def keep_below(self, offset: int) -> None:
+        self.claimed_end = self.base_offset
         self.batches = [batch for batch in self.batches if batch.base_offset < offset]
         self.size = sum(batch.size for batch in self.batches)
         self.max_timestamp = max((b.max_timestamp for b in self.batches), default=NO_TIMESTAMP)
@@ -101,18 +117,41 @@ class SegmentModels:
             last_offset=batches[-1].last_offset,
             max_timestamp=max(batch.max_timestamp for batch in batches),
         )
-        if should_roll(self.active.roll_facts(), incoming, config=self._config, now_ms=now_ms):
-            self.roll(now_ms=now_ms)
+        roll_at = roll_offset(
+            self.active.next_offset, batches[0].base_offset, incoming.last_offset
+        )
+        if roll_at is not None or should_roll(
+            self.active.roll_facts(), incoming, config=self._config, now_ms=now_ms
+        ):
+            self.roll(now_ms=now_ms, base_offset=roll_at)
         self.active.add(batches)
 
-    def roll(self, *, now_ms: int) -> None:
-        self.segments.append(self._new(self.active.next_offset, now_ms))
+    def roll(self, *, now_ms: int, base_offset: int | None = None) -> None:
+        active = self.active
+        if base_offset is not None and base_offset > active.next_offset:
+            active.claimed_end = base_offset
+        self.segments.append(self._new(active.next_offset, now_ms))
 
-    def truncate_to(self, offset: int, new_end: int, *, now_ms: int) -> None:
-        """The file log's cut: segments starting after ``offset`` go, the one holding it
+    def truncation(self, offset: int) -> tuple[int, int]:
+        """Where ``FileLog.truncate_to(offset)`` cuts: (how many segments stay, the new
+        log end). The segment holding ``offset`` keeps its batches wholly below it and
+        the log ends after them, or at its base; if none stays and the segment before
+        claims a follower's gap up to it, that one is cut at its last batch instead."""
+        index = 0
+        while index + 1 < len(self.segments) and self.segments[index + 1].base_offset <= offset:
+            index += 1
+        holder = self.segments[index]
+        kept = [batch for batch in holder.batches if batch.last_offset < offset]
+        if kept:
+            return index + 1, kept[-1].last_offset + 1
+        if index > 0 and self.segments[index - 1].batch_end < holder.base_offset:
+            return index, self.segments[index - 1].batch_end
+        return index + 1, holder.base_offset
+
+    def truncate_to(self, keep: int, new_end: int, *, now_ms: int) -> None:
+        """The file log's cut: the segments after the first ``keep`` go, the last one kept
         keeps its batches below ``new_end``."""
-        while len(self.segments) > 1 and self.segments[-1].base_offset > offset:
-            self.segments.pop()
+        del self.segments[max(keep, 1) :]
         kept = self.active
         kept.keep_below(new_end)
         if not kept.batches:

@@ -8,18 +8,23 @@ runs the same operations against both.
 Semantics shared by both implementations:
 
 * Offsets are assigned per record; a batch covers ``[base_offset, last_offset]``
-  and batches are contiguous (the next base offset is the previous last + 1).
+  and batches are contiguous (the next base offset is the previous last + 1),
+  except in a data partition, whose offsets may skip where a log cleaner
+  removed records (its own, or its leader's: a follower copies the gaps).
 * ``append`` (leader) rewrites base offsets from the log end offset and stamps
   the partition leader epoch in place; a writable buffer passed in is modified.
   ``append_as_follower`` keeps the offsets and epochs it is given.
 * ``read`` returns whole batches only, starting with the one that contains
-  ``start_offset``, and at least one batch when any exists at that offset even
-  if it is larger than ``max_bytes`` (KIP-74).  A read never crosses a segment
-  boundary of the file log, so a caller loops until ``next_offset`` is the end.
+  ``start_offset`` (or, in a gap, the first after it), and at least one batch
+  when any exists at that offset even if it is larger than ``max_bytes``
+  (KIP-74).  A read never crosses a segment boundary of the file log, so a
+  caller loops until ``next_offset`` is the end.
 * ``truncate_to(offset)`` keeps whole batches only: a batch that contains
-  ``offset`` is dropped whole, so the log end offset becomes that batch's base
-  offset (the Raft follower always truncates to a batch boundary).  Truncation
-  is durable when it returns, and it leaves ``flushed_offset == log_end_offset``.
+  ``offset`` (or, in a gap, the first after it) is dropped whole with every
+  later one, so the log end offset becomes the end of the last batch kept
+  (the Raft follower always truncates to a batch boundary, where that is the
+  offset itself).  Truncation is durable when it returns, and it leaves
+  ``flushed_offset == log_end_offset``.
 * ``flush()`` makes everything below the log end offset durable.  The file log
   also syncs a segment when it rolls, so ``flushed_offset`` can move without a
   ``flush()`` call; it never exceeds the log end offset.
@@ -37,6 +42,8 @@ from collections.abc import Sequence
 from typing import Protocol, TypeAlias
 
 import attrs
+
+from quorum.log.producer_snapshots import ProducerEntry, ProducerSnapshot
 
 __all__ = [
     "UNDEFINED_EPOCH",
@@ -134,7 +141,10 @@ class ReplicatedLog(Protocol):
         ...
 
     def append_as_follower(self, batches: bytes | bytearray | memoryview) -> AppendInfo:
-        """Follower append: the first base offset must equal the log end offset."""
+        """Follower append: the first base offset must equal the log end offset; in a data
+        partition it may be above it, and each batch may start past the end of the one
+        before (a cleaned leader's gaps). A batch below the log end, or overlapping the
+        one before it, is refused (``InvalidAppendError``) either way."""
         ...
 
     def read(
@@ -218,6 +228,27 @@ class ReplicatedLog(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    # -- data partitions: producer-state snapshots (``quorum.log.producer_snapshots``) --
+
+    @property
+    def active_segment_base_offset(self) -> int:
+        """Where the active segment starts: an append that moves it rolled a segment (the
+        replica core snapshots its producer state there, as Kafka does at a roll)."""
+        ...
+
+    def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None:
+        """Store the producer state below ``offset`` (within [log start, log end]),
+        atomically and durably. Truncations, log-start moves and recovery delete the
+        snapshots they make wrong or useless."""
+        ...
+
+    def load_producer_snapshot(self, at_or_below: int) -> ProducerSnapshot | None:
+        """The latest readable producer snapshot at or below ``at_or_below`` (a corrupt
+        one is logged, deleted and skipped)."""
+        ...
+
+    def producer_snapshot_offsets(self) -> list[int]: ...
 
 
 def metadata_end_offset_for_epoch(log: ReplicatedLog, epoch: int) -> OffsetAndEpoch:

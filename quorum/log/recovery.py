@@ -17,14 +17,22 @@ keeps the log (``OpenMode``):
 Rules for the segments that may be torn:
 
 * Each is scanned from its start; each batch must have a sane header, a
-  matching CRC-32C, offsets that continue the log, and an epoch that is not
+  matching CRC-32C, offsets that continue the log (in a data partition,
+  increase: the log cleaner leaves gaps where it removed batches, and a
+  follower copies them; see ``offset_gaps_allowed``), and an epoch that is not
   negative and agrees with ``leader-epoch-checkpoint`` (the epoch field is
   outside the CRC; the checkpoint is written before the batches of a new
   epoch, so every durable batch's epoch is in it).  The first bad or
   incomplete batch and everything after it are cut off (the file is
   truncated, later segments are deleted), with a warning on logger
   ``quorum.log`` saying how many bytes were dropped.  A segment that ends
-  before the next one begins is cut the same way.
+  before the next one begins is cut the same way, unless (in a data
+  partition) the next one's first batch could not have been indexed from
+  where it ends: a follower rolled over its leader's gap there
+  (``followed_over_gap``; ``quorum.log.roll``).
+
+Before anything is listed, what a crash left of a log cleaner's swap is
+finished or discarded (``quorum.log.cleaner_swap``).
 
 Segments before them are scanned the same way when
 ``LogConfig.verify_closed_segments_on_open`` is set (the default); any
@@ -54,10 +62,13 @@ from typing import Final
 import attrs
 
 from quorum.log.batch_scan import BatchInfo, EpochLookup, scan_batches
+from quorum.log.cleaner_swap import complete_interrupted_swaps
 from quorum.log.config import LogConfig
 from quorum.log.epoch_cache import EpochCache
+from quorum.log.errors import LogCorruptionError
 from quorum.log.file_cache import OpenFiles
 from quorum.log.fileio import fsync_dir, read_checkpoint, write_checkpoint
+from quorum.log.roll import beyond_reach
 from quorum.log.segment import Segment
 from quorum.wire.batch import batch_size_at
 
@@ -132,8 +143,10 @@ def scan_segment_file(
     *,
     file_size: int | None = None,
     epoch_at: EpochLookup | None = None,
+    allow_gaps: bool = False,
 ) -> FileScan:
-    """Validate the batches of a segment file in chunks, from its first byte."""
+    """Validate the batches of a segment file in chunks, from its first byte
+    (``allow_gaps``: see ``offset_gaps_allowed``)."""
     size = segment.file_size() if file_size is None else file_size
     batches: list[BatchInfo] = []
     position = 0
@@ -149,6 +162,7 @@ def scan_segment_file(
             expected_offset=expected,
             epoch_at=epoch_at,
             monotonic_epochs=False,
+            allow_gaps=allow_gaps,
         )
         batches.extend(scan.batches)
         if scan.batches:
@@ -170,6 +184,7 @@ def scan_segment_file(
 
 
 def _remove_leftovers(directory: Path) -> None:
+    complete_interrupted_swaps(directory)
     for path in directory.glob("*.tmp"):
         logger.info("removing unfinished temporary file %s", path)
         path.unlink()
@@ -234,7 +249,34 @@ def _cut(segment: Segment, scan: FileScan) -> None:
     segment.cut_file(scan.valid_size)
 
 
-def _check_contiguous(previous: Segment, segment: Segment) -> None:
+def followed_over_gap(previous: Segment, segment: Segment, mode: OpenMode) -> bool:
+    """Whether ``previous`` ends before ``segment`` begins because a data partition's
+    follower rolled over a gap too wide to index (``quorum.log.roll``): ``segment``
+    starts at its first batch, whose offsets cannot be indexed from ``previous``'s end.
+    If so ``previous`` claims the gap again (``Segment.claim_gap_to``).
+
+    A torn ``previous`` followed by an intact ``segment`` is taken for this only if
+    the batches it lost reached almost ``MAX_RELATIVE_OFFSET`` offsets past what it
+    kept (its own gap included): ``segment``'s first batch was within reach of the
+    true end. Kafka's recovery checks no segment's end at all."""
+    if not mode.data_partition or previous.next_offset >= segment.base_offset:
+        return False
+    try:
+        first = next(segment.headers_from(0), None)
+    except LogCorruptionError:
+        return False  # torn: its scan cuts it
+    if first is None:
+        return False
+    _, base, _, last, _ = first
+    if base != segment.base_offset or not beyond_reach(previous.next_offset, last):
+        return False
+    previous.claim_gap_to(segment.base_offset)
+    return True
+
+
+def _check_contiguous(previous: Segment, segment: Segment, mode: OpenMode) -> None:
+    if followed_over_gap(previous, segment, mode):
+        return
     if previous.next_offset != segment.base_offset:
         raise segment.corruption(
             0,
@@ -254,21 +296,33 @@ def _first_unflushed(segments: list[Segment], mode: OpenMode) -> int:
     return found
 
 
+def offset_gaps_allowed(mode: OpenMode) -> bool:
+    """Whether offsets may skip ahead inside a segment: the log cleaner rewrites
+    a data partition's closed segments without the batches it removes, and a follower
+    appends its cleaned leader's batches as they are, into any segment, the last one
+    included (Kafka's ``LogSegment.recover`` does not check offsets either). The
+    metadata log must continue exactly, so a flipped base offset there (the CRC does
+    not cover it) is caught; in a data partition only one that goes down is."""
+    return mode.data_partition
+
+
 def _recover_unflushed(
-    segments: list[Segment], first: int, epoch_at: EpochLookup | None
+    segments: list[Segment], first: int, epoch_at: EpochLookup | None, mode: OpenMode
 ) -> tuple[list[BatchInfo], list[Segment]]:
     """Scan segments ``first..`` and cut at the first torn batch; returns the batches and
     the segments to delete (everything after a cut)."""
     scanned: list[BatchInfo] = []
     for i in range(first, len(segments)):
         segment = segments[i]
-        scan = scan_segment_file(segment, epoch_at=epoch_at)
+        scan = scan_segment_file(segment, epoch_at=epoch_at, allow_gaps=offset_gaps_allowed(mode))
         following = segments[i + 1] if i + 1 < len(segments) else None
         if scan.error is not None:
             _cut(segment, scan)
         segment.adopt_scanned(scan.batches, scan.valid_size)
         scanned.extend(scan.batches)
         gap = following is not None and following.base_offset != segment.next_offset
+        if gap and scan.error is None and following is not None:
+            gap = not followed_over_gap(segment, following, mode)
         if gap and scan.error is None:
             logger.warning(
                 "%s ends at offset %d but the next segment starts at %d; cutting the log there",
@@ -300,7 +354,7 @@ def _open_segments(
     try:
         if mode.clean_shutdown and mode.data_partition:
             for i, segment in enumerate(segments[:-1]):
-                segment.adopt_trusted(next_offset=segments[i + 1].base_offset)
+                segment.adopt_trusted(next_offset=segments[i + 1].base_offset, may_end_early=True)
             segments[-1].adopt_cleanly_closed()
             return segments, [], False
         first = _first_unflushed(segments, mode)
@@ -309,19 +363,23 @@ def _open_segments(
         for i in range(first):
             segment = segments[i]
             if config.verify_closed_segments_on_open:
-                scan = scan_segment_file(segment, epoch_at=epoch_at)
+                scan = scan_segment_file(
+                    segment, epoch_at=epoch_at, allow_gaps=offset_gaps_allowed(mode)
+                )
                 if scan.error is not None:
                     raise segment.corruption(scan.valid_size, scan.error)
                 segment.adopt_scanned(scan.batches, scan.valid_size)
                 scanned.extend(scan.batches)
                 if i > 0:
-                    _check_contiguous(segments[i - 1], segment)
+                    _check_contiguous(segments[i - 1], segment, mode)
             else:
-                segment.adopt_trusted(next_offset=segments[i + 1].base_offset)
+                segment.adopt_trusted(
+                    next_offset=segments[i + 1].base_offset, may_end_early=mode.data_partition
+                )
                 complete = False
-        tail, doomed = _recover_unflushed(segments, first, epoch_at)
+        tail, doomed = _recover_unflushed(segments, first, epoch_at, mode)
         if first > 0:
-            _check_contiguous(segments[first - 1], segments[first])
+            _check_contiguous(segments[first - 1], segments[first], mode)
         scanned.extend(tail)
     except BaseException:
         for segment in segments:
@@ -344,10 +402,11 @@ def _create_segment(
     return segment
 
 
-def _all_batches(segments: list[Segment]) -> list[BatchInfo]:
+def _all_batches(segments: list[Segment], mode: OpenMode) -> list[BatchInfo]:
     batches: list[BatchInfo] = []
+    allow_gaps = offset_gaps_allowed(mode)
     for segment in segments:
-        scan = scan_segment_file(segment, file_size=segment.size)
+        scan = scan_segment_file(segment, file_size=segment.size, allow_gaps=allow_gaps)
         if scan.error is not None:
             raise segment.corruption(scan.valid_size, scan.error)
         batches.extend(scan.batches)
@@ -355,14 +414,18 @@ def _all_batches(segments: list[Segment]) -> list[BatchInfo]:
 
 
 def _recover_epochs(
-    cache: EpochCache | None, segments: list[Segment], scanned: list[BatchInfo], complete: bool
+    cache: EpochCache | None,
+    segments: list[Segment],
+    scanned: list[BatchInfo],
+    complete: bool,
+    mode: OpenMode,
 ) -> EpochCache:
     """The epoch cache for the recovered segments (see the module docstring)."""
     if cache is not None:
         # every scanned batch agreed with it, so only entries past the end can be stale
         cache.truncate_from_end(segments[-1].next_offset)
         return cache
-    batches = scanned if complete else _all_batches(segments)
+    batches = scanned if complete else _all_batches(segments, mode)
     rebuilt = EpochCache()
     for batch in batches:
         rebuilt.assign(batch.epoch, batch.base_offset)
@@ -387,7 +450,7 @@ def recover(
         segments = [_create_segment(directory, checkpoint_start or 0, config, files, now_ms)]
     log_end = segments[-1].next_offset
     log_start = max(checkpoint_start or 0, segments[0].base_offset)
-    epochs = _recover_epochs(checkpointed, segments, scanned, complete)
+    epochs = _recover_epochs(checkpointed, segments, scanned, complete, mode)
     if log_start > log_end:
         logger.warning(
             "%s: the log start offset %d is past the recovered log end offset %d; "

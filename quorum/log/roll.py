@@ -4,11 +4,21 @@ The file log and the memory log's segment model both ask this before an
 append.  A non-empty active segment rolls when:
 
 * the incoming batches would grow it past ``segment.bytes``;
-* it has waited ``segment.ms`` (minus its jitter) for a roll: the incoming
+* it has waited ``segment.ms`` (minus its jitter; for a compacted log at most
+  ``max.compaction.lag.ms``, Kafka's ``maxSegmentMs``) for a roll: the incoming
   max timestamp minus the max timestamp of its first batch, or, when the first
   batch has no timestamp, the wall clock minus the segment's creation time;
 * its offset index or time index is full (``segment.index.bytes``);
 * the incoming last offset does not fit in the index's 32-bit relative offset.
+
+The new segment starts at the log end, so segments stay contiguous. Only a
+data partition's follower, copying a cleaned leader, can append batches that
+cannot be indexed even from the log end (``beyond_reach``: more than
+``MAX_RELATIVE_OFFSET`` offsets were removed in one stretch); then the new
+segment starts at the first incoming offset, as Kafka's roll does
+(``roll_offset``), and the segment before claims the gap
+(``Segment.claim_gap_to``). The batches of one append lie within reach of
+the first (``quorum.log.appends``), so they fit.
 """
 
 from __future__ import annotations
@@ -26,7 +36,9 @@ __all__ = [
     "ActiveSegment",
     "Incoming",
     "RollReason",
+    "beyond_reach",
     "roll_jitter_ms",
+    "roll_offset",
     "should_roll",
     "time_waited_for_roll",
 ]
@@ -80,12 +92,26 @@ def should_roll(
     if segment.size + incoming.size > config.segment_bytes:
         return RollReason.SIZE
     waited = time_waited_for_roll(segment, now_ms=now_ms, max_timestamp=incoming.max_timestamp)
-    if waited > config.segment_ms - segment.roll_jitter_ms:
+    if waited > config.max_segment_ms - segment.roll_jitter_ms:
         return RollReason.TIME
     if segment.index_full:
         return RollReason.INDEX_FULL
     if incoming.last_offset - segment.base_offset > MAX_RELATIVE_OFFSET:
         return RollReason.OFFSET_OVERFLOW
+    return None
+
+
+def beyond_reach(base_offset: int, last_offset: int) -> bool:
+    """Whether ``last_offset`` cannot be indexed relative to ``base_offset``."""
+    return last_offset - base_offset > MAX_RELATIVE_OFFSET
+
+
+def roll_offset(log_end_offset: int, first_offset: int, last_offset: int) -> int | None:
+    """Where an append of offsets ``first_offset..last_offset`` must roll to, whatever
+    ``should_roll`` says: its first offset if its last cannot be indexed from the log
+    end (a follower's wide gap), else None."""
+    if beyond_reach(log_end_offset, last_offset):
+        return first_offset
     return None
 
 

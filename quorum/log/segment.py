@@ -61,8 +61,10 @@ class Segment:
         "_file",
         "_first_timestamp",
         "_flushed_size",
+        "_gapped",
         "_index",
         "_max_timestamp",
+        "_may_end_early",
         "_tail_bases",
         "_tail_positions",
         "_time_index",
@@ -94,6 +96,12 @@ class Segment:
         self.roll_jitter_ms = roll_jitter_ms
         self.next_offset = base_offset
         self._bytes_since_index = 0
+        # a batch may end before the next one starts (the log cleaner removed batches here,
+        # or a follower appended its cleaned leader's batches)
+        self._gapped = False
+        # a trusted segment of a data partition: its batches may end before the next
+        # segment begins (``claim_gap_to``), which rebuilding its indexes must accept
+        self._may_end_early = False
         # The batches from the last index entry on, in memory: reads near the end of the
         # log (a leader serving its followers) find their batch without scanning headers.
         self._tail_positions: array[int] = array("q")
@@ -152,9 +160,19 @@ class Segment:
 
     # -- state set by recovery --------------------------------------------------
 
-    def adopt_trusted(self, *, next_offset: int) -> None:
-        """Trust a closed segment without reading it; its indexes load on first use."""
+    def adopt_trusted(self, *, next_offset: int, may_end_early: bool = False) -> None:
+        """Trust a closed segment without reading it; its indexes load on first use.
+        ``may_end_early``: its batches may end before ``next_offset`` (a data partition)."""
         self.next_offset = next_offset
+        self._may_end_early = may_end_early
+
+    def claim_gap_to(self, offset: int) -> None:
+        """End at ``offset``, past the last batch: the next segment starts there, after a
+        follower's gap too wide to index from here (``quorum.log.roll``). A read or a
+        truncation in between goes on to the next segment's first batch."""
+        assert offset >= self.next_offset, (offset, self)
+        self.next_offset = offset
+        self._gapped = True
 
     def adopt_scanned(self, batches: list[BatchInfo], size: int) -> None:
         """Take the batches recovery found valid in ``[0, size)``; rebuilds the indexes."""
@@ -181,6 +199,7 @@ class Segment:
         self._clear_tail()
         end = self.base_offset
         for position, base, _, last, _ in self._walk(start):
+            self._gapped |= bool(self._tail_bases) and base != end
             self._tail_positions.append(position)
             self._tail_bases.append(base)
             end = last + 1
@@ -206,6 +225,7 @@ class Segment:
             self._bytes_since_index = 0
             self._clear_tail()
         self._bytes_since_index += batch.size
+        self._gapped |= batch.base_offset != self.next_offset
         self._tail_positions.append(position)
         self._tail_bases.append(batch.base_offset)
         self.next_offset = batch.next_offset
@@ -218,6 +238,7 @@ class Segment:
         self._max_timestamp = TimestampOffset(NO_TIMESTAMP, self.base_offset)
         self._first_timestamp = None
         self._bytes_since_index = 0
+        self._gapped = False
         self._clear_tail()
 
     def _clear_tail(self) -> None:
@@ -252,7 +273,11 @@ class Segment:
             )
         self.size = size
         if end != self.base_offset and self.next_offset != end:
-            raise self.corruption(size, f"its batches end at offset {self.next_offset}, not {end}")
+            if not (self._may_end_early and self.next_offset < end):
+                raise self.corruption(
+                    size, f"its batches end at offset {self.next_offset}, not {end}"
+                )
+            self.claim_gap_to(end)
         self.close_time_index()
         self.index.replace_file_if_stale()
         self.time_index.replace_file_if_stale()
@@ -387,13 +412,28 @@ class Segment:
             position += size
 
     def locate(self, offset: int) -> tuple[int, int, int]:
-        """(position, size, base offset) of the batch containing ``offset`` (in this segment)."""
+        """(position, size, base offset) of the batch containing ``offset`` (in this segment),
+        or of the first batch after it if the log cleaner removed ``offset``."""
+        found = self.find(offset)
+        if found is None:
+            raise self.corruption(self.size, f"offset {offset} is missing from the segment")
+        return found
+
+    def find(self, offset: int) -> tuple[int, int, int] | None:
+        """``locate``, or None if no batch here ends at or after ``offset``: the segment
+        claims a follower's gap up to the next one (``claim_gap_to``), or is damaged (the
+        cleaner and truncation keep every other segment's batches ending where the next
+        segment begins); a read then goes on with the next segment."""
         assert self.base_offset <= offset < self.next_offset, (offset, self)
         # the tail always reaches the end of the segment, so the last batch of it that
-        # starts at or before ``offset`` holds it
+        # starts at or before ``offset`` holds it, unless it ends before (a cleaned gap)
         found = bisect.bisect_right(self._tail_bases, offset) - 1
         if found >= 0:
             positions = self._tail_positions
+            if self._gapped and self._header_at(positions[found])[2] < offset:
+                found += 1
+                if found == len(positions):
+                    return None
             position = positions[found]
             end = positions[found + 1] if found + 1 < len(positions) else self.size
             return position, end - position, self._tail_bases[found]
@@ -403,7 +443,17 @@ class Segment:
             if last >= offset:
                 return position, size, base
             position += size
-        raise self.corruption(position, f"offset {offset} is missing from the segment")
+        return None
+
+    def end_before(self, position: int, offset: int) -> int:
+        """The offset after the last batch before byte ``position`` (a batch boundary); the
+        base offset if there is none. ``offset``: where the walk starts from the index, at
+        or past that batch's base offset and below the base offset of the batch at
+        ``position`` (offsets may skip between batches: a cleaned or follower gap)."""
+        end = self.base_offset
+        for _, _, _, last, _ in self._walk(self.index.lookup(offset), end=position):
+            end = last + 1
+        return end
 
     def iter_headers(self) -> list[tuple[int, int, int, int]]:
         """(position, base offset, size, last offset) of every batch, headers only."""

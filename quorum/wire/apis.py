@@ -108,6 +108,19 @@ CLIENT_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),  # forwarded
     ApiKey.DESCRIBE_QUORUM: (0, 2),  # forwarded to the active controller
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    # the classic group protocol at Kafka 4.x's versions (KIP-896 removed OffsetCommit
+    # v0-1 and OffsetFetch v0; OffsetCommit v10 / OffsetFetch v10 carry topic ids)
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_FETCH: (1, 9),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 6),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.OFFSET_DELETE: (0, 0),
 }
 
 # The ApiVersions table of a controller's listener: api key -> (min, max).

@@ -19,6 +19,11 @@
   batch a consumer gets ends below the answer's high watermark and equals the
   reference.
 * **One leader per leader epoch.**
+* **Idempotent producers' batches are committed exactly once, in order**:
+  the committed batches of each producer id in a partition carry sequences
+  0, 1, 2, ... with no repeat and no gap, however often a batch was retried
+  across leader changes, kills and crashes (and the liveness phase checks
+  that each one's last batch is acknowledged after healing).
 """
 
 from __future__ import annotations
@@ -70,6 +75,9 @@ class Reference:
         self.batches: dict[int, bytes] = {}
         self.bases: list[int] = []
         self.end = 0
+        # producer id -> the next sequence its next committed batch must carry
+        self.next_sequences: dict[int, int] = {}
+        self.idempotent_batches = 0
 
     def batch_at(self, base: int) -> bytes | None:
         return self.batches.get(base)
@@ -84,9 +92,23 @@ class Reference:
             require(known == data, f"{where}: committed batch at {base} differs")
             return
         require(base == self.end, f"{where}: a batch at {base} leaves a gap after {self.end}")
+        self._exactly_once(base, data, where)
         self.batches[base] = data
         self.bases.append(base)
         self.end = base + decode_header_span(data)
+
+    def _exactly_once(self, base: int, data: bytes, where: str) -> None:
+        (_, header), = iter_batch_headers(data, check_crc=False)
+        if header.producer_id < 0:
+            return
+        expected = self.next_sequences.get(header.producer_id, 0)
+        kind = "a duplicate" if header.base_sequence < expected else "out of order"
+        require(header.base_sequence == expected,
+                f"{where}: the committed batch at {base} of idempotent producer "
+                f"{header.producer_id} has sequence {header.base_sequence}, {kind} (the next "
+                f"expected is {expected})")
+        self.next_sequences[header.producer_id] = expected + header.last_offset_delta + 1
+        self.idempotent_batches += 1
 
     def floor_base(self, offset: int) -> int | None:
         index = bisect.bisect_right(self.bases, offset) - 1
@@ -113,6 +135,15 @@ class Checks:
         self.tainted: set[int] = set()
         self.consumed_batches = 0
         self.checked = 0
+
+    def fail(self, message: str) -> None:
+        """A client saw what only a bug can answer."""
+        raise InvariantViolation(message)
+
+    @property
+    def idempotent_batches(self) -> int:
+        """Committed batches of idempotent producers, every partition."""
+        return sum(r.idempotent_batches for r in self.references.values())
 
     def reference(self, key: PartitionKey) -> Reference:
         found = self.references.get(key)

@@ -2,9 +2,17 @@
 
 A producer sends one batch at a time (1-3 records with unique values) to the
 leader its metadata names, mostly with acks=all (min ISR 2 of RF 3), some
-with acks=1, and hands every acknowledged acks=all batch to the checks. A
-consumer reads each partition from its leader below the high watermark,
-sessionless, and hands every batch it receives to the checks.
+with acks=1, and hands every acknowledged acks=all batch to the checks. An
+idempotent producer (a producer id, epoch 0, a sequence per partition, always
+acks=all, as the Java client's default) sends the same batch again, same
+sequence, after every error or lost answer until it is acknowledged, as
+Kafka's clients retry: across leader changes, kills and crashes the brokers
+must keep it exactly once (the checks look at the sequences of every
+committed batch), and its last batch must be acknowledged in the liveness
+phase (a batch refused for good, OUT_OF_ORDER_SEQUENCE_NUMBER from the real
+leader, say, never is). A consumer reads each
+partition from its leader below the high watermark, sessionless, and hands
+every batch it receives to the checks.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from quorum.wire.messages import (
     ProduceRequestTopic,
     ProduceResponse,
 )
-from quorum.wire.records import build_batch_from_values
+from quorum.wire.records import Record, build_batch, build_batch_from_values
 
 if TYPE_CHECKING:
     from .cluster import Simulation
@@ -44,6 +52,19 @@ class SentBatch:
     acks: int
     values: tuple[bytes, ...]
     sent_ms: int
+    records: bytes = b""
+    base_sequence: int = -1
+
+
+# what only a bug can answer an idempotent producer's well-formed batch
+_FATAL_FOR_IDEMPOTENT = frozenset({Errors.INVALID_RECORD, Errors.CORRUPT_MESSAGE})
+# what a deposed leader that does not know it yet (its metadata is stale, so may be the
+# client's) can answer: its producer state ends before the batches the new leader took.
+# Retried like any error: the real leader takes or deduplicates the batch, and one that
+# refuses it for good fails the liveness phase
+_SEQUENCE_REFUSALS = frozenset({
+    Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, Errors.INVALID_PRODUCER_EPOCH,
+})
 
 
 def _leader(image: MetadataImage, index: int) -> tuple[int, int, TopicImage | None]:
@@ -55,10 +76,19 @@ def _leader(image: MetadataImage, index: int) -> tuple[int, int, TopicImage | No
 
 
 class Producer:
-    def __init__(self, sim: Simulation, node_id: int) -> None:
+    def __init__(self, sim: Simulation, node_id: int, *, idempotent: bool = False) -> None:
         self.sim = sim
         self.node_id = node_id
-        self.rng = random.Random(sim.rng.getrandbits(64))
+        self.idempotent = idempotent
+        # its own stream: adding idempotent producers leaves the others' draws alone
+        self.rng = (random.Random(f"{sim.seed}-idempotent-{node_id}") if idempotent
+                    else random.Random(sim.rng.getrandbits(64)))
+        self.producer_id = 1_000 + node_id if idempotent else -1
+        self._next_sequence: dict[int, int] = {}
+        # the batch an idempotent producer sends until it is acknowledged
+        self.unacknowledged: SentBatch | None = None
+        self.retries = 0
+        self.sequence_refusals = 0
         self.running = False
         self._sequence = 0
         self._request_no = 0
@@ -86,26 +116,30 @@ class Producer:
 
     def send_one(self, *, acks: int | None = None, partition: int | None = None) -> int | None:
         """Send one batch now; its request number (None: no leader known)."""
-        index = self.rng.randrange(self.sim.world.partitions) if partition is None else partition
+        retry = self.unacknowledged
+        if retry is not None:
+            index = retry.partition
+        else:
+            index = (self.rng.randrange(self.sim.world.partitions) if partition is None
+                     else partition)
         leader, _, _ = _leader(self.sim.metadata_view(), index)  # type: ignore[arg-type]
         if leader < 0:
             self._next(50)
             return None
-        if acks is None:
-            acks = -1 if self.rng.random() < self.sim.world.acks_all_share else 1
-        values = tuple(
-            f"{self.node_id}-{self._sequence + i}".encode() for i in range(self.rng.randint(1, 3))
-        )
-        self._sequence += len(values)
+        if retry is not None:
+            sent = attrs.evolve(retry, sent_ms=self.sim.now_ms)
+            self.retries += 1
+        else:
+            sent = self._new_batch(index, acks)
+            self.unacknowledged = sent if self.idempotent else None
         self._request_no += 1
         number = self._request_no
-        sent = SentBatch(partition=index, acks=acks, values=values, sent_ms=self.sim.now_ms)
         self._waiting[number] = sent
         request = ProduceRequest(
-            acks=acks,
+            acks=sent.acks,
             timeout_ms=PRODUCE_TIMEOUT_MS,
             topic_data=(ProduceRequestTopic(name=TOPIC, partition_data=(ProduceRequestPartition(
-                index=index, records=build_batch_from_values(values, timestamp=self.sim.now_ms)
+                index=index, records=sent.records
             ),)),),
         )
         handle = ("client", self.node_id, number)
@@ -117,6 +151,25 @@ class Producer:
         self.sim.queue.after(PRODUCE_TIMEOUT_MS + 1_000, f"{self.node_id} produce timeout",
                              lambda: self._give_up(number))
         return number
+
+    def _new_batch(self, index: int, acks: int | None) -> SentBatch:
+        if self.idempotent:
+            acks = -1  # enable.idempotence needs acks=all
+        elif acks is None:
+            acks = -1 if self.rng.random() < self.sim.world.acks_all_share else 1
+        values = tuple(
+            f"{self.node_id}-{self._sequence + i}".encode() for i in range(self.rng.randint(1, 3))
+        )
+        self._sequence += len(values)
+        sequence = self._next_sequence.get(index, 0)
+        if self.idempotent:
+            records = [Record(offset_delta=i, value=v) for i, v in enumerate(values)]
+            data = build_batch(records, producer_id=self.producer_id, producer_epoch=0,
+                               base_sequence=sequence, base_timestamp=self.sim.now_ms)
+        else:
+            data = build_batch_from_values(values, timestamp=self.sim.now_ms)
+        return SentBatch(partition=index, acks=acks, values=values, sent_ms=self.sim.now_ms,
+                         records=data, base_sequence=sequence if self.idempotent else -1)
 
     def _give_up(self, number: int) -> None:
         if self._waiting.pop(number, None) is not None:
@@ -130,7 +183,18 @@ class Producer:
         assert isinstance(response, ProduceResponse)
         (answer,) = response.responses[0].partition_responses
         self.outcomes[number] = answer.error_code
+        if self.idempotent and answer.error_code in _FATAL_FOR_IDEMPOTENT:
+            self.sim.checks.fail(
+                f"idempotent producer {self.producer_id}'s batch of sequence "
+                f"{sent.base_sequence} to partition {sent.partition} (retry {self.retries}) was "
+                f"answered {Errors.from_code(answer.error_code).name} by {leader}: "
+                f"{answer.error_message}"
+            )
+        self.sequence_refusals += answer.error_code in _SEQUENCE_REFUSALS
         if answer.error_code == Errors.NONE:
+            if self.idempotent:
+                self.unacknowledged = None
+                self._next_sequence[sent.partition] = sent.base_sequence + len(sent.values)
             if sent.acks == -1:
                 self.acked_all += 1
                 self.sim.checks.acknowledged(sent, answer.base_offset, leader)
@@ -142,6 +206,19 @@ class Producer:
 
     def answered(self, number: int) -> bool:
         return number not in self._waiting
+
+    def finish_unacknowledged(self, deadline_ms: int) -> bool:
+        """An idempotent producer retries its last batch until it is acknowledged (liveness:
+        a retry after the faults, to whichever broker leads now)."""
+        while self.unacknowledged is not None and self.sim.now_ms < deadline_ms:
+            number = self.send_one()
+            if number is None:
+                self.sim.run_for(50)
+                continue
+            self.sim.run_until(partial(self.answered, number), deadline_ms - self.sim.now_ms)
+            if self.unacknowledged is not None:
+                self.sim.run_for(50)
+        return self.unacknowledged is None
 
     def send_until_acknowledged(self, partition: int, deadline_ms: int) -> bool:
         """Send acks=all batches to ``partition`` until one is acknowledged (liveness)."""

@@ -77,7 +77,9 @@ class Simulation:
         )
         self.brokers = {b: SimBroker(self, b, self._config(b)) for b in world.brokers}
         self.checks = Checks(self)
-        self.producers = [Producer(self, 100 + i) for i in range(world.producers)]
+        self.producers = [Producer(self, 100 + i) for i in range(world.producers)] + [
+            Producer(self, 120 + i, idempotent=True) for i in range(world.idempotent_producers)
+        ]
         self.consumers = [Consumer(self, 110 + i) for i in range(world.consumers)]
         # (condition, action, give-up time): run an action right after the event that makes
         # its condition true (faults aimed at a moment, not only at a time)

@@ -2,7 +2,8 @@
 
 Each log is a ``MemoryLog`` whose unflushed tail is the page cache: the OS
 writes it back now and then (``write_back``), a process kill leaves it
-there, a machine crash loses it (``crash``). Checkpoints of high watermarks
+there, a machine crash loses it (``crash``, which drops the producer
+snapshots above what survives, as the file log's recovery does). Checkpoints of high watermarks
 are written durably (Kafka writes and fsyncs its checkpoint files). ``SimLog``
 remembers the lowest offset it was cut to since the checks last looked, so
 they can re-verify what a truncation or crash changed.
@@ -11,14 +12,19 @@ they can re-verify what a truncation or crash changed.
 from __future__ import annotations
 
 from broker.replica.manager import PartitionKey
-from quorum.log import MemoryLog, ReplicatedLog
+from quorum.log import LogConfig, MemoryLog, ReplicatedLog
 
 __all__ = ["BrokerDisk", "SimLog"]
 
 
+# small segments: a partition rolls every few dozen batches, so the replica core writes
+# producer snapshots at its rolls and crashes cut below some of them
+SEGMENT_BYTES = 4_096
+
+
 class SimLog(MemoryLog):
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(LogConfig(segment_bytes=SEGMENT_BYTES))
         self.cut_to: int | None = None
 
     def _cut(self) -> None:

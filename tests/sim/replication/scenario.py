@@ -18,7 +18,8 @@ Kafka 3.x loses acknowledged records there too, which is why KIP-966 exists.)
 
 Liveness: heal everything, restart every broker, then within a bound every
 partition has an acting leader, a full ISR, equal log ends and its high
-watermark at the log end, and a new acks=all batch is acknowledged.
+watermark at the log end, each idempotent producer's last batch (retried
+after the faults) and a new acks=all batch are acknowledged.
 """
 
 from __future__ import annotations
@@ -320,6 +321,10 @@ def liveness(sim: Simulation, faults: FaultSchedule) -> None:
     deadline = sim.now_ms + LIVENESS_BOUND_MS
     require_progress(sim.run_until(lambda: converged(sim), deadline - sim.now_ms),
                      f"no convergence within {LIVENESS_BOUND_MS} ms after healing")
+    for idempotent in (p for p in sim.producers if p.idempotent):
+        require_progress(idempotent.finish_unacknowledged(deadline),
+                         f"idempotent producer {idempotent.producer_id}'s last batch was "
+                         f"never acknowledged")
     producer = sim.producers[0]
     for index in range(sim.world.partitions):
         require_progress(producer.send_until_acknowledged(index, deadline),

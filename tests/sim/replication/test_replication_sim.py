@@ -4,7 +4,8 @@ Each seed picks a world (3 or 4 brokers, 1 or 2 partitions of RF 3 with min
 ISR 2, timings, link delays and loss, one slower broker) and a fault schedule
 (process kills, machine crashes that lose unflushed tails, pauses, cut links
 between brokers, brokers cut from the controller), runs producers (acks=all
-and acks=1) and a consumer for a safety phase, then heals everything for a
+and acks=1, and idempotent ones that retry each batch until it is
+acknowledged) and a consumer for a safety phase, then heals everything for a
 liveness phase. ``checks.py`` lists the invariants checked after every event.
 
 ``pytest tests/sim/replication --seed N`` replays one seed; ``--sim-seeds 1000``
@@ -21,7 +22,7 @@ from unittest import mock
 import attrs
 import pytest
 
-from broker.replica import follower, partition, serving, watermark
+from broker.replica import follower, partition, producer_state, serving, watermark
 from broker.replica.isr import PendingShrinkIsr
 from broker.replica.leader_fetch import PartitionRead
 
@@ -44,6 +45,7 @@ def test_acknowledged_records_survive_random_faults(seed: int) -> None:
     sim = run_seed(seed, mix="random")
     assert sim.checks.checked > 1_000
     assert sim.checks.acked_count > 0
+    assert sim.checks.idempotent_batches > 0
 
 
 @pytest.mark.sim_seeds(30)
@@ -123,6 +125,14 @@ def test_acks_all_answered_before_the_high_watermark_passes_the_batch_is_caught(
         "random", range(6),
     )
     assert "not below any high watermark" in found, found
+
+
+def test_a_leader_that_appends_idempotent_retries_again_is_caught() -> None:
+    with mock.patch.object(producer_state.ProducerStateManager, "check_leader_append",
+                           lambda self, header: None):
+        found = _first_failure(range(12), "failovers")
+    assert found is not None, "no seed caught the broken rule"
+    assert "a duplicate" in found, found
 
 
 def test_a_consumer_read_past_the_high_watermark_is_caught() -> None:

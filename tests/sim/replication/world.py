@@ -29,6 +29,9 @@ class ReplicationWorld:
     links: LinkFaults
     producers: int
     acks_all_share: float
+    # producers with a producer id that retry each batch until it is acknowledged (not
+    # drawn from the seed's stream: the worlds of existing seeds stay as they were)
+    idempotent_producers: int = 2
     consumers: int = 1
     # one broker on a slower network (extra delay on its links): followers drift apart
     slow_broker: int | None = None

@@ -193,7 +193,8 @@ async def _ask_the_broker_listener(broker: BrokerNode) -> None:
     ) as conn:
         assert conn.server_versions is not None
         assert set(conn.server_versions) == {
-        0, 1, 2, 3, 18, 19, 20, 21, 23, 32, 35, 37, 43, 44, 45, 46, 55, 60, 10001
+        0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 32, 35, 37, 42, 43,
+        44, 45, 46, 47, 55, 60, 10001
     }
         metadata = await conn.request(MetadataRequest(topics=None), version=12)
         described = await conn.request(DescribeClusterRequest(endpoint_type=1))

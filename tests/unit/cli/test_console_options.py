@@ -92,7 +92,8 @@ def run_producer(*args: str, stdin: str = "") -> tuple[int, str]:
         (["--input-file", "lines.txt"], "redirect the file (< FILE)"),
         (["--request-required-acks", "2"], "Invalid value 2 for configuration acks"),
         (["--compression-codec", "brotli"], "Invalid value brotli for configuration compression.type"),
-        (["--producer-property", "enable.idempotence=true"], "idempotent producers are not supported"),
+        (["--producer-property", "enable.idempotence=true", "--request-required-acks", "1"],
+         "Must set acks to all in order to use the idempotent producer"),
         (["--producer-property", "transactional.id=x"], "transactions are not supported yet"),
     ],
 )
@@ -140,6 +141,16 @@ def test_from_beginning_sets_earliest_and_a_partition_starts_where_offset_says()
         bootstrap_server=SERVER, topic="t", partition=1, offset="42")).start == 42
 
 
+def test_a_group_from_the_option_or_a_property_makes_the_consumer_a_member() -> None:
+    plan = consumer_plan(ConsumerOptions(bootstrap_server=SERVER, topic="t", group="g"))
+    assert plan.properties["group.id"] == "g"
+    same = consumer_plan(ConsumerOptions(bootstrap_server=SERVER, topic="t", group="g",
+                                         consumer_properties=("group.id=g",)))
+    assert same.properties["group.id"] == "g"
+    assert "group.id" not in consumer_plan(ConsumerOptions(bootstrap_server=SERVER,
+                                                           topic="t")).properties
+
+
 def test_negative_limits_mean_none_and_properties_reach_the_formatter() -> None:
     plan = consumer_plan(ConsumerOptions(
         bootstrap_server=SERVER, topic="t", max_messages=-1, timeout_ms=-1,
@@ -164,10 +175,11 @@ def test_negative_limits_mean_none_and_properties_reach_the_formatter() -> None:
         (ConsumerOptions(bootstrap_server=SERVER, topic="t", partition=0, offset="soon"),
          "The provided offset value 'soon' is incorrect"),
         (ConsumerOptions(bootstrap_server=None, topic="t"), "bootstrap-server"),
-        (ConsumerOptions(bootstrap_server=SERVER, topic="t", group="g"),
-         "--group is not supported yet: consumer groups come with a later release"),
-        (ConsumerOptions(bootstrap_server=SERVER, topic="t", consumer_properties=("group.id=g",)),
-         "group.id is not supported yet"),
+        (ConsumerOptions(bootstrap_server=SERVER, topic="t", group="g", partition=0),
+         "Options group and partition cannot be specified together."),
+        (ConsumerOptions(bootstrap_server=SERVER, topic="t", group="g",
+                         consumer_properties=("group.id=h",)),
+         "do not match. Detected group ids: 'g', 'h'"),
         (ConsumerOptions(bootstrap_server=SERVER, topic="t", from_beginning=True,
                          consumer_properties=("auto.offset.reset=latest",)),
          "Can't simultaneously specify --from-beginning and 'auto.offset.reset=latest'"),
@@ -181,14 +193,14 @@ def test_consumer_option_errors(options: ConsumerOptions, message: str) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--include", "t.*"], "--include is not supported: topic patterns need subscriptions"),
+        (["--include", "t.*"], "--include is not supported: topic patterns are not offered"),
         (["--formatter", "my.Formatter"], "only the default formatter"),
         (["--key-deserializer", "x"], "keys are printed as their bytes"),
         (["--enable-systest-events"], "--enable-systest-events is not supported"),
         (["--isolation-level", "read_committed"], "read_committed needs transactions"),
         (["--consumer-property", "fetch.min.bytes=lots"], "fetch.min.bytes"),
         (["--property", "print.keys=true"], "Unknown --property print.keys"),
-        (["--group", "g"], "--group is not supported yet"),
+        (["--group", "g", "--partition", "0"], "Options group and partition cannot be"),
     ],
 )
 def test_the_consumer_command_refuses_with_a_reason_before_connecting(

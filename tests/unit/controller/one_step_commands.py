@@ -38,7 +38,7 @@ from quorum.controller.results import ControllerContext, ControllerResult
 from quorum.controller.topic_configs import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
-    check_min_insync_replicas,
+    check_topic_configs,
     validate_config_value,
 )
 from quorum.wire.error_codes import Errors
@@ -230,7 +230,7 @@ def _validate(
     if not topic:
         return
     factor = _replication_factor(image, key.name)
-    problem = None if factor is None else check_min_insync_replicas(merged, factor)
+    problem = check_topic_configs(merged, factor)
     if problem is not None:
         raise Rejected(Errors.INVALID_CONFIG, problem)
     if image.topic(key.name) is None:

@@ -34,6 +34,7 @@ from quorum.controller.replication_control import (
 )
 from quorum.controller.results import ControllerContext, ControllerResult
 from quorum.controller.slicing import MAX_UNITS_PER_SLICE
+from quorum.controller.topic_configs import TOPIC_CONFIGS
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.alter_partition import (
     AlterPartitionRequest,
@@ -476,11 +477,11 @@ def test_describing_3000_topics_examines_them_in_bounded_slices() -> None:
         many_topics(), _describe_3000_topics(), 4,
     )
     assert run.records == []
-    assert len(run.units) >= 30  # 3,005 resources of 11 units, 5,003 keys
+    assert len(run.units) >= 30  # 3,005 resources of 1 + 33 units, 5,003 keys
     results = run.response.results
     assert len(results) == 3005
     assert [c.name for c in results[0].configs] == ["retention.ms", "segment.ms"]
-    assert len(results[1].configs) == 10
+    assert len(results[1].configs) == len(TOPIC_CONFIGS)
     assert [c.name for c in results[3000].configs] == ["min.insync.replicas"]
     assert [r.error_code for r in results[3001:]] == [
         Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NONE, Errors.NONE, Errors.INVALID_REQUEST
@@ -498,7 +499,7 @@ def test_describing_a_few_topics_is_one_slice() -> None:
     )
     assert_one_slice_without_markers(run)
     assert run.records == []
-    assert [len(r.configs) for r in run.response.results] == [10, 10, 10]
+    assert [len(r.configs) for r in run.response.results] == [len(TOPIC_CONFIGS)] * 3
 
 
 # -- through the controller -------------------------------------------------------------------

@@ -8,10 +8,12 @@ and where segments begin and end (the memory log models them).  A controlled
 clock drives rolls by time (``segment.ms``), retention by time and the flush
 policy; records carry timestamps that go back and forth.
 
-Two keepers: the metadata log (rolls sync, the tail is recovered) and a data
-partition (rolls do not sync, the flush policy decides, the log directory
-checkpoints the log start and recovery point, the log opens lazily and a clean
-shutdown skips recovery).  A small bound on open files makes segments close
+Two keepers: the metadata log (rolls sync, the tail is recovered, a follower
+append must continue the log exactly) and a data partition (rolls do not
+sync, the flush policy decides, the log directory checkpoints the log start
+and recovery point, the log opens lazily and a clean shutdown skips recovery;
+a follower append may skip offsets, as a cleaned leader's batches do, so
+reads, truncations and recovery meet gaps).  A small bound on open files makes segments close
 and reopen all the time.
 """
 
@@ -39,6 +41,7 @@ from quorum.log import (
     OpenMode,
 )
 from quorum.log.protocol import ReadResult, ReplicatedLog
+from quorum.wire.batch import iter_batch_headers
 
 from .batches import make_timed_batch
 
@@ -55,6 +58,12 @@ DATA_CONFIG = attrs.evolve(
 counts = st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=3)
 # record timestamps around the clock: back, forth and ahead
 skews = st.integers(min_value=-25_000, max_value=4_000)
+# how far a follower's batch starts past the end of the one before it (or the log end):
+# a cleaned leader's batches skip the offsets it removed; -1 overlaps
+skips = st.sampled_from([0, 0, 0, 0, 1, 3, 17, -1])
+# around the reach of a segment's 32-bit relative offsets: a batch too far to index from
+# the log end starts a segment of its own
+wide_skips = st.sampled_from([0, 2**31 - 2, 2**31, 2**31 + 3])
 
 
 def outcome(call: object) -> object:
@@ -104,7 +113,11 @@ def cut_unflushed_data(log: FileLog) -> None:
         if segment.base_offset > flushed:
             cuts.append((segment.log_path, None))
         elif segment.next_offset > flushed:
-            keep = next(pos for pos, base, _, _ in segment.iter_headers() if base >= flushed)
+            # (none at or above it: the segment only claims a follower's gap past it)
+            keep = next(
+                (pos for pos, base, _, _ in segment.iter_headers() if base >= flushed),
+                segment.size,
+            )
             cuts.append((segment.log_path, keep))
     log.abandon()
     for path, keep in cuts:
@@ -118,6 +131,7 @@ def cut_unflushed_data(log: FileLog) -> None:
 
 class SameObservableLog(RuleBasedStateMachine):
     config = CONFIG
+    data_partition = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -126,10 +140,15 @@ class SameObservableLog(RuleBasedStateMachine):
         self.now = 1_000_000
         self.files = OpenFiles(max_open=3)
         self.file = self.open_file()
-        self.memory = MemoryLog(self.config, clock_ms=self.clock)
+        self.memory = MemoryLog(
+            self.config, clock_ms=self.clock, data_partition=self.data_partition
+        )
         self.epoch = 1
         self.tag = 0
         self.seen_timestamps = [self.now]
+        # offsets a follower append skipped (and the first after each gap): reads and
+        # truncations aim there too
+        self.skipped: list[int] = []
 
     def clock(self) -> int:
         return self.now
@@ -146,6 +165,13 @@ class SameObservableLog(RuleBasedStateMachine):
         got_memory = outcome(lambda: getattr(self.memory, name)(*args, **kwargs))
         assert got_file == got_memory, (name, args, got_file, got_memory)
         return got_file
+
+    def offset_between(self, data: st.DataObject, low: int, high: int) -> int:
+        """An offset in [low, high], often one a follower append skipped."""
+        inside = [offset for offset in self.skipped[-20:] if low <= offset <= high]
+        if inside and data.draw(st.booleans()):
+            return data.draw(st.sampled_from(inside))
+        return data.draw(st.integers(min_value=low, max_value=high))
 
     def timestamps(self, data: st.DataObject, count: int) -> list[int]:
         drawn = [self.now + data.draw(skews) for _ in range(count)]
@@ -176,21 +202,56 @@ class SameObservableLog(RuleBasedStateMachine):
             self.both("append", batches, epoch=self.epoch)
             self.now += data.draw(st.integers(min_value=0, max_value=3_000))
 
-    @rule(data=st.data(), sizes=counts, shift=st.sampled_from([0, 0, 0, -1, 1]), bump=st.integers(-1, 1))
-    def append_as_follower(self, data: st.DataObject, sizes: list[int], shift: int, bump: int) -> None:
+    @rule(data=st.data(), sizes=counts, bump=st.integers(-1, 1))
+    def append_as_follower(self, data: st.DataObject, sizes: list[int], bump: int) -> None:
+        self.follower_append(data, sizes, bump, skips)
+
+    # an empty active segment would be closed empty, and the memory log does not model
+    # the file time that retention reads of a segment without timestamps
+    @precondition(lambda self: self.memory.segment_summary()[-1][2] > 0)
+    @rule(data=st.data(), sizes=counts)
+    def append_past_wide_gaps_as_follower(self, data: st.DataObject, sizes: list[int]) -> None:
+        """A gap around the reach of a segment's 32-bit relative offsets before the first
+        batch (the later ones lie within reach of it, as in one leader segment)."""
+        self.follower_append(data, sizes, 0, wide_skips)
+
+    def follower_append(
+        self, data: st.DataObject, sizes: list[int], bump: int, gaps: st.SearchStrategy[int]
+    ) -> None:
         epoch = max(self.epoch + bump, 0)
         self.tag += 1
-        offset = max(self.memory.log_end_offset + shift, 0)
+        offset = self.memory.log_end_offset
+        latest_epoch = self.memory.last_fetched_epoch
         parts = []
+        gapped = overlapping = False
+        skipped: set[int] = set()
         for i, n in enumerate(sizes):
+            start = max(offset + data.draw(gaps if i == 0 else skips), 0)
+            if start > offset:
+                skipped |= {offset, (offset + start) // 2, start - 1, start}
+            gapped |= start > offset
+            overlapping |= start < offset
+            offset = start
             parts.append(
                 make_timed_batch(
                     self.timestamps(data, n), base_offset=offset, epoch=epoch, tag=self.tag * 10 + i
                 )
             )
             offset += n
-        if self.both("append_as_follower", b"".join(parts)) is not InvalidAppendError:
+        got = self.both("append_as_follower", b"".join(parts))
+        first = next(iter_batch_headers(parts[0]))[1].base_offset
+        too_wide = offset - 1 - first > 2**31 - 1  # no segment could index them together
+        if overlapping or too_wide or (gapped and not self.data_partition):
+            # below the log end or overlapping: never; a gap: only in a data partition
+            assert got is InvalidAppendError
+        elif epoch >= latest_epoch:
+            assert got is not InvalidAppendError
+        if got is not InvalidAppendError:
             self.epoch = max(self.epoch, epoch)
+            self.skipped.extend(sorted(skipped))
+            for offset in sorted(skipped):
+                # a fetch from inside the gap answers with the batch after it
+                self.check_read(offset, data.draw(st.integers(0, 600)), None)
 
     @rule(ms=st.integers(min_value=0, max_value=8_000))
     def advance_clock(self, ms: int) -> None:
@@ -199,8 +260,11 @@ class SameObservableLog(RuleBasedStateMachine):
     @rule(data=st.data(), max_bytes=st.integers(min_value=0, max_value=600))
     def read(self, data: st.DataObject, max_bytes: int) -> None:
         low, high = self.memory.log_start_offset, self.memory.log_end_offset
-        offset = data.draw(st.integers(min_value=max(low - 1, 0), max_value=high + 1))
+        offset = self.offset_between(data, max(low - 1, 0), high + 1)
         limit = data.draw(st.none() | st.integers(min_value=low, max_value=high + 1))
+        self.check_read(offset, max_bytes, limit)
+
+    def check_read(self, offset: int, max_bytes: int, limit: int | None) -> None:
         got_file = outcome(lambda: self.file.read(offset, max_bytes, max_offset=limit))
         got_memory = outcome(lambda: self.memory.read(offset, max_bytes, max_offset=limit))
         if got_memory is OffsetOutOfRangeError:
@@ -212,6 +276,10 @@ class SameObservableLog(RuleBasedStateMachine):
         assert memory_bytes.startswith(file_bytes)
         assert bool(file_bytes) == bool(memory_bytes)
         assert got_file.base_offset == got_memory.base_offset
+        if file_bytes:
+            # the first batch holds ``offset`` or, in a gap, is the first after it
+            first = next(header for _, header in iter_batch_headers(file_bytes))
+            assert first.last_offset >= offset
 
     @rule(data=st.data(), delta=st.integers(min_value=-2, max_value=2))
     def offset_for_timestamp(self, data: st.DataObject, delta: int) -> None:
@@ -225,9 +293,7 @@ class SameObservableLog(RuleBasedStateMachine):
     @rule(data=st.data())
     def truncate(self, data: st.DataObject) -> None:
         low, high = self.memory.log_start_offset, self.memory.log_end_offset
-        self.both(
-            "truncate_to", data.draw(st.integers(min_value=max(low - 1, 0), max_value=high + 2))
-        )
+        self.both("truncate_to", self.offset_between(data, max(low - 1, 0), high + 2))
 
     @rule()
     def flush(self) -> None:
@@ -343,6 +409,7 @@ class SameObservableDataPartition(SameObservableLog):
     """A data partition's file log against the memory log: the flush policy agrees too."""
 
     config = DATA_CONFIG
+    data_partition = True
     clean_shutdown = False
     log_start_checkpoint: int | None = None
     recovery_point_checkpoint = 0

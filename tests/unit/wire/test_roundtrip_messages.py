@@ -29,6 +29,10 @@ from tests.unit.wire.strategies import message_strategy, random_message
 _strategy = functools.cache(message_strategy)
 
 DATA_SCHEMAS = (
+    messages.OffsetCommitKey,
+    messages.OffsetCommitValue,
+    messages.GroupMetadataKey,
+    messages.GroupMetadataValue,
     messages.LeaderChangeMessage,
     messages.VotersRecord,
     messages.SnapshotHeaderRecord,
@@ -89,6 +93,7 @@ def test_every_api_key_in_the_spec_is_registered_once_with_matching_classes() ->
     expected = {0, 1, 2, 3, 18, 19, 20, 21, 22, 23, 32, 35, 37, 43, 44, 45, 46, 52, 53, 54, 55}
     expected |= {56, 59, 60}
     expected |= {62, 63, 64, 67, 10000, 10001}
+    expected |= {8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47}  # the classic group APIs
     assert set(API_BY_KEY) == expected
     for key, spec in API_BY_KEY.items():
         for cls in (spec.request, spec.response):

@@ -8,23 +8,37 @@ requests with ``quorum.wire`` and answer with real response messages. Only
 what the tests need: one leader for every partition (``leader_id``),
 ApiVersions, Metadata, Produce (acks 0 answers nothing), Fetch (whole
 batches from the one holding the offset; an empty answer after a short
-wait), ListOffsets (earliest, latest). Tests steer it through
-``inject`` (error codes to answer next, per API and partition),
-``hang_up`` (close the connection instead of answering) and the fields.
-It checks nothing a real broker checks beyond what a test asserts.
+wait), ListOffsets (earliest, latest), InitProducerId (ids counting up
+from 1000, epoch 0). Idempotent batches are checked as Kafka's
+ProducerStateManager checks them, in little: per producer id and partition
+the epoch and the last five batches' sequences; a retry of one of those is
+answered with its original offset and not appended again, a gap is
+OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, a newer
+one must start at sequence 0, and an unknown producer id may start anywhere.
+Tests steer it through ``inject`` (error codes to answer next, per API and
+partition), ``hang_up`` (close the connection instead of answering),
+``lose_answer`` (carry the request out, then close the connection instead
+of answering) and the fields. It checks nothing a real broker checks
+beyond what a test asserts.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections import deque
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Final
 
 import attrs
 import trio
 
-from quorum.wire.batch import iter_batch_headers, set_base_offset, set_partition_leader_epoch
+from quorum.wire.batch import (
+    BatchHeader,
+    iter_batch_headers,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
 from quorum.wire.error_codes import Errors
 from quorum.wire.framing import FrameDecoder
 from quorum.wire.messages import (
@@ -35,6 +49,8 @@ from quorum.wire.messages import (
     FetchResponse,
     FetchResponsePartition,
     FetchResponseTopic,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsResponsePartition,
@@ -51,10 +67,14 @@ from quorum.wire.messages import (
 )
 from quorum.wire.protocol import ResponseHeader, decode_request, encode_response
 
-__all__ = ["FETCH", "LIST_OFFSETS", "METADATA", "PRODUCE", "FakeBroker", "FakeCluster"]
+__all__ = [
+    "FETCH", "INIT_PRODUCER_ID", "LIST_OFFSETS", "METADATA", "PRODUCE", "FakeBroker",
+    "FakeCluster",
+]
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
-TABLE: Final = {0: (3, 9), 1: (4, 12), 2: (1, 7), 3: (0, 12), 18: (0, 4)}
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, INIT_PRODUCER_ID = 0, 1, 2, 3, 22
+TABLE: Final = {0: (3, 9), 1: (4, 12), 2: (1, 7), 3: (0, 12), 18: (0, 4), 22: (0, 4)}
+_KEPT_BATCHES: Final = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 _NO_ANSWER: Final = object()
 
 
@@ -86,6 +106,38 @@ class PartitionLog:
         return bytes(out)
 
 
+@attrs.define
+class ProducerState:
+    """One producer's epoch and last batches on one partition: (first seq, last seq, offset)."""
+
+    epoch: int
+    batches: deque[tuple[int, int, int]] = attrs.field(
+        factory=lambda: deque(maxlen=_KEPT_BATCHES)
+    )
+
+    def check(self, header: BatchHeader) -> tuple[Errors, int]:
+        """The verdict on a batch, and the base offset it was appended at if a duplicate."""
+        first = header.base_sequence
+        last = first + header.last_offset_delta
+        if header.producer_epoch < self.epoch:
+            return Errors.INVALID_PRODUCER_EPOCH, -1
+        if header.producer_epoch > self.epoch:
+            return (Errors.NONE if first == 0 else Errors.OUT_OF_ORDER_SEQUENCE_NUMBER), -1
+        for kept_first, kept_last, offset in self.batches:
+            if (kept_first, kept_last) == (first, last):
+                return Errors.NONE, offset
+        if self.batches and first != self.batches[-1][1] + 1:
+            return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, -1
+        return Errors.NONE, -1
+
+    def appended(self, header: BatchHeader, base_offset: int) -> None:
+        if header.producer_epoch != self.epoch:
+            self.epoch = header.producer_epoch
+            self.batches.clear()
+        first = header.base_sequence
+        self.batches.append((first, first + header.last_offset_delta, base_offset))
+
+
 class FakeCluster:
     def __init__(self, topics: dict[str, int], *, brokers: int = 1) -> None:
         self.partitions = {t: n for t, n in topics.items()}
@@ -97,6 +149,13 @@ class FakeCluster:
         self.injected: dict[tuple[int, tuple[str, int] | None], deque[Errors]] = {}
         # api keys whose next request gets the connection closed instead of an answer
         self.hang_up: set[int] = set()
+        # api keys whose next request is carried out, then its answer lost
+        self.lose_answer: set[int] = set()
+        # a Produce waits this long before it is carried out (requests pile up in flight)
+        self.produce_delay_s = 0.0
+        self.produce_answers: list[Errors] = []  # every partition's answer, in order
+        self.next_producer_id = 1000
+        self.producers: dict[tuple[int, tuple[str, int]], ProducerState] = {}
         self.requests: list[tuple[int, int, int, Any]] = []  # (broker, api key, version, message)
 
     async def start(self, nursery: trio.Nursery) -> list[int]:
@@ -149,6 +208,9 @@ class FakeBroker:
                         self.cluster.hang_up.discard(header.api_key)
                         return
                     answer = await self._answer(message)
+                    if header.api_key in self.cluster.lose_answer:
+                        self.cluster.lose_answer.discard(header.api_key)
+                        return
                     if answer is _NO_ANSWER:
                         continue
                     await stream.send_all(encode_response(
@@ -157,12 +219,13 @@ class FakeBroker:
                     ))
 
     async def _answer(self, message: Any) -> Any:
-        handlers = {
+        handlers: dict[type, Callable[[Any], Awaitable[Any]]] = {
             ApiVersionsRequest: self._api_versions,
             MetadataRequest: self._metadata,
             ProduceRequest: self._produce,
             FetchRequest: self._fetch,
             ListOffsetsRequest: self._list_offsets,
+            InitProducerIdRequest: self._init_producer_id,
         }
         return await handlers[type(message)](message)
 
@@ -212,6 +275,8 @@ class FakeBroker:
         return self.cluster.next_error(api_key, tp)
 
     async def _produce(self, message: ProduceRequest) -> Any:
+        if self.cluster.produce_delay_s:
+            await trio.sleep(self.cluster.produce_delay_s)
         topics = []
         for topic in message.topic_data:
             parts = []
@@ -220,7 +285,8 @@ class FakeBroker:
                 error = self._error_for(PRODUCE, tp)
                 base = -1
                 if error is Errors.NONE and part.records is not None:
-                    base = self.cluster.logs[tp].append(part.records, self.cluster.leader_epoch)
+                    error, base = self._append(tp, part.records)
+                self.cluster.produce_answers.append(error)
                 parts.append(ProduceResponsePartition(
                     index=part.index, error_code=error, base_offset=base,
                 ))
@@ -228,6 +294,28 @@ class FakeBroker:
         if message.acks == 0:
             return _NO_ANSWER
         return ProduceResponse(responses=tuple(topics))
+
+    def _append(self, tp: tuple[str, int], records: bytes) -> tuple[Errors, int]:
+        """Append one batch unless its producer state refuses it or it is a duplicate."""
+        [(_, header)] = list(iter_batch_headers(records))
+        state = None
+        if header.producer_id >= 0:
+            key = (header.producer_id, tp)
+            state = self.cluster.producers.setdefault(key, ProducerState(header.producer_epoch))
+            error, duplicate_at = state.check(header)
+            if error is not Errors.NONE or duplicate_at >= 0:
+                return error, duplicate_at
+        base = self.cluster.logs[tp].append(records, self.cluster.leader_epoch)
+        if state is not None:
+            state.appended(header, base)
+        return Errors.NONE, base
+
+    async def _init_producer_id(self, _message: InitProducerIdRequest) -> InitProducerIdResponse:
+        error = self.cluster.next_error(INIT_PRODUCER_ID, ("", -1))
+        if error is not Errors.NONE:
+            return InitProducerIdResponse(error_code=error)
+        self.cluster.next_producer_id += 1
+        return InitProducerIdResponse(producer_id=self.cluster.next_producer_id, producer_epoch=0)
 
     async def _fetch(self, message: FetchRequest) -> FetchResponse:
         answer = self._fetch_once(message)

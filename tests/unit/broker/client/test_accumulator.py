@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from broker.client import (
     ClusterView,
     KafkaError,
+    ProducerBatch,
     RecordAccumulator,
     RecordMetadata,
     TopicPartition,
@@ -134,13 +135,13 @@ def test_completion_gives_each_record_its_offset_and_timestamp() -> None:
     assert all(isinstance(r, RecordMetadata) for r in results)
     assert [(r.offset, r.timestamp) for r in results] == [(40, 1000), (41, 1001), (42, 1002)]  # type: ignore[union-attr]
     assert results[0].serialized_key_size == -1  # type: ignore[union-attr]
-    assert acc.complete(*_one_batch(acc), -1)[0][1].offset == -1  # type: ignore[union-attr]
+    assert acc.complete(_one_batch(acc), -1)[0][1].offset == -1  # type: ignore[union-attr]
 
 
-def _one_batch(acc: RecordAccumulator) -> tuple:  # type: ignore[type-arg]
+def _one_batch(acc: RecordAccumulator) -> ProducerBatch:
     add(acc, T1, b"acks0")
     [batch] = acc.drain(VIEW, [2], 0)[2]
-    return (batch,)
+    return batch
 
 
 def test_a_split_batch_keeps_its_records_in_order_at_the_front_of_its_partition() -> None:

@@ -130,3 +130,11 @@ async def test_a_client_that_cannot_start_raises_at_once_and_leaves_no_thread() 
     with pytest.raises(ConfigError, match="acks"):
         BlockingProducer({"bootstrap.servers": "127.0.0.1:1", "acks": "2"})
     assert client_threads() == before
+
+
+def test_group_calls_without_a_group_id_are_refused_with_kafkas_text() -> None:
+    with BlockingConsumer({"bootstrap.servers": "127.0.0.1:1"}) as consumer:
+        with pytest.raises(KafkaError, match=r"must provide a valid group\.id"):
+            consumer.subscribe(["t"])
+        with pytest.raises(KafkaError, match="INVALID_GROUP_ID"):
+            consumer.commit_async()

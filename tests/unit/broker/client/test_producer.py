@@ -175,11 +175,13 @@ async def test_message_too_large_splits_the_batch_and_fails_a_lone_record(
     assert values_in_log(cluster, "t", 0) == [b"1", b"2", b"3"]
 
 
+@pytest.mark.parametrize("idempotence", ["true", "false"])
 async def test_order_within_a_partition_survives_retries_with_one_request_in_flight(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, idempotence: str
 ) -> None:
     cluster = await started(nursery, {"t": 1})
-    config = settings(cluster, batch_size=200, max_in_flight_requests_per_connection=1)
+    config = settings(cluster, batch_size=200, max_in_flight_requests_per_connection=1,
+                      enable_idempotence=idempotence)
     with trio.fail_after(DEADLINE_S):
         async with Producer(config) as producer:
             futures = []

@@ -36,15 +36,23 @@ def test_a_record_count_that_does_not_match_the_last_offset_delta_is_an_invalid_
     assert refused.error in (Errors.CORRUPT_MESSAGE, Errors.INVALID_RECORD)
 
 
-def test_idempotent_and_transactional_batches_are_refused_with_a_message() -> None:
+def test_transactional_batches_and_idempotent_ones_without_a_sequence_are_refused() -> None:
     records = [Record(offset_delta=0, value=b"a")]
-    for kwargs in ({"producer_id": 7, "producer_epoch": 0, "base_sequence": 0},
-                   {"producer_id": 7, "producer_epoch": 0, "base_sequence": 0,
-                    "is_transactional": True}):
+    for kwargs, says in (
+        ({"producer_id": 7, "producer_epoch": 0, "base_sequence": 0, "is_transactional": True},
+         "no transactions"),
+        ({"producer_id": 7, "producer_epoch": 0, "base_sequence": -1}, "sequence number -1"),
+    ):
         refused = check_produced_batch(build_batch(records, **kwargs), 1 << 20)  # type: ignore[arg-type]
         assert not isinstance(refused, BatchHeader)
         assert refused.error == Errors.INVALID_RECORD
-        assert refused.error_message and "enable.idempotence=false" in refused.error_message
+        assert refused.error_message and says in refused.error_message
+
+
+def test_an_idempotent_batch_passes_the_batch_checks() -> None:
+    records = [Record(offset_delta=0, value=b"a")]
+    data = build_batch(records, producer_id=7, producer_epoch=0, base_sequence=0)
+    assert isinstance(check_produced_batch(data, 1 << 20), BatchHeader)
 
 
 def test_a_batch_over_max_message_bytes_is_too_large() -> None:
