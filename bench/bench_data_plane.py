@@ -1,8 +1,8 @@
 """The data plane under load: produce, end-to-end latency and consume, beside NATS JetStream R3.
 
 Run ``python -m bench.bench_data_plane [--runs 3] [--seconds 10] [--no-nats]
-[--profile DIR] [--out FILE]``, or ``--rss-partitions 100000`` for the memory
-of idle partition replicas instead.
+[--idempotence-pair] [--profile DIR] [--out FILE]``, or ``--rss-partitions 100000``
+for the memory of idle partition replicas instead.
 
 Each run: a fresh cluster of 3 controllers and 3 brokers (real processes on
 loopback, ``deploy.LocalCluster``) with Kafka's default settings, not the
@@ -17,6 +17,10 @@ lined up by ``bench.nats_phases.run_phase`` as the NATS peer's are:
 2. latency at acks=all, 1 and 0: one process, linger.ms=0, one record at a
    time to partition 0: the time to its delivery report, and end to end, to
    its arrival at a consumer polling in the same process;
+   With ``--idempotence-pair``, then acks=all three more times: librdkafka's idempotent
+   producer (enable.idempotence=true, which caps max.in.flight at 5), the same without
+   idempotence, and without it at max.in.flight=5 (what the broker's sequence checks
+   cost, told from what the client's cap costs); their ratio on / off per run;
 3. consume: the whole topic (everything the phases above wrote) by
    ``--consumers`` processes, partitions dealt out evenly; MB/s of payload.
 
@@ -52,13 +56,14 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from bench.dataplane_figures import DataPlaneRun, RssFigures
 from bench.dataplane_lineup import (
     ACK_LEVELS,
+    IDEMPOTENCE_PAIR,
     DataPlaneWorkload,
     consume_phase,
     latency_phase,
     phase_log_dir,
     produce_phase,
 )
-from bench.dataplane_report import report, rss_report
+from bench.dataplane_report import idempotence_label, report, rss_report
 from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures
 from bench.nats_lineup import NatsWorkload, PhasePlan, PhaseResult
 from bench.nats_peer import run_nats_peer
@@ -120,6 +125,13 @@ class _Run:
         result = self.phase(produce_phase(self.workload, acks, self.bootstrap, TOPIC),
                             f"produce acks={acks}")
         return throughput_figures(result)
+
+    def produce_idempotence(self, name: str) -> ThroughputFigures:
+        """One phase of the idempotence pair: acks=all, idempotence on or off."""
+        idempotence, max_in_flight = IDEMPOTENCE_PAIR[name]
+        plan = produce_phase(self.workload, "all", self.bootstrap, TOPIC,
+                             idempotence=idempotence, max_in_flight=max_in_flight)
+        return throughput_figures(self.phase(plan, idempotence_label(name)))
 
     def latency(self, acks: str) -> LatencyFigures:
         result = self.phase(latency_phase(self.workload, acks, self.bootstrap, TOPIC),
@@ -184,7 +196,8 @@ def _cluster_spec(properties: dict[str, str]) -> ClusterSpec:
 
 
 def one_run(workload: DataPlaneWorkload, nats: NatsWorkload | None, *, base_dir: Path | None,
-            profile_dir: Path | None, properties: dict[str, str]) -> DataPlaneRun:
+            profile_dir: Path | None, properties: dict[str, str],
+            idempotence_pair: bool = False) -> DataPlaneRun:
     base = Path(tempfile.mkdtemp(prefix="data-plane-", dir=base_dir))
     done = False
     try:
@@ -193,6 +206,9 @@ def one_run(workload: DataPlaneWorkload, nats: NatsWorkload | None, *, base_dir:
             create_topic(run.bootstrap, TOPIC, workload)
             wait_for_leaders(run.bootstrap, workload.partitions)
             produce = {acks: run.produce(acks) for acks in ACK_LEVELS}
+            # right after the produce phases, on the same cluster and topic
+            idempotence = ({name: run.produce_idempotence(name) for name in IDEMPOTENCE_PAIR}
+                           if idempotence_pair else {})
             latency = {acks: run.latency(acks) for acks in ACK_LEVELS}
             consume = run.consume()
         done = True
@@ -202,7 +218,7 @@ def one_run(workload: DataPlaneWorkload, nats: NatsWorkload | None, *, base_dir:
         else:
             print(f"the cluster's data and logs are kept in {base}", file=sys.stderr)
     return DataPlaneRun(produce=produce, latency=latency, consume=consume,
-                        nats=_nats_or_none(nats))
+                        nats=_nats_or_none(nats), idempotence=idempotence)
 
 
 def _nats_or_none(nats: NatsWorkload | None) -> NatsFigures | None:
@@ -308,6 +324,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--consumers", type=int, default=2)
     parser.add_argument("--latency", type=int, default=2000, help="samples per ack level")
     parser.add_argument("--no-nats", action="store_true", help="skip the NATS peer")
+    parser.add_argument("--idempotence-pair", action="store_true",
+                        help="after the produce phases, acks=all with idempotence on, off, "
+                             "and off at max.in.flight=5 (issue 19)")
     parser.add_argument("--profile", default=None, metavar="DIR",
                         help="one extra run with py-spy on a broker; summaries in DIR")
     parser.add_argument("--rss-partitions", type=int, default=0,
@@ -347,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         runs = []
         for i in range(args.runs):
             runs.append(one_run(workload, nats, base_dir=base_dir, profile_dir=None,
-                                properties=properties))
+                                properties=properties, idempotence_pair=args.idempotence_pair))
             say(f"run {i + 1}/{args.runs} done")
         header = (f"{command}  ({date.today()})\n\n3 controllers + 3 brokers on loopback, "
                   f"Kafka's default settings; topic of {workload.partitions} partitions, RF "
@@ -356,7 +375,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                   f"load: confluent-kafka processes ({workload.produce_processes} producers, "
                   f"{workload.consume_processes} consumers); {len(runs)} run(s), median "
                   f"[min-max]; MB = 10^6 bytes of record values.")
-        report(runs, header, workload.settings(), out)
+        settings = workload.settings()
+        if args.idempotence_pair:
+            settings["idempotence pair"] = (
+                "acks=all, the producer's batching; on: enable.idempotence=true (librdkafka "
+                "caps max.in.flight at 5); off: as the producer above; off, max.in.flight=5")
+        report(runs, header, settings, out)
         if profile_dir is not None:
             # after the report: a failure here must not lose the figures
             profile_dir.mkdir(parents=True, exist_ok=True)

@@ -19,10 +19,12 @@ from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures, m
 
 __all__ = [
     "GOALS",
+    "IDEMPOTENCE_RATIO",
     "DataPlaneRun",
     "Goal",
     "RssFigures",
     "goal_gaps",
+    "idempotence_key",
     "median_figures",
     "nats_counterpart",
     "ratios",
@@ -36,9 +38,18 @@ class DataPlaneRun:
     latency: Mapping[str, LatencyFigures]
     consume: ThroughputFigures
     nats: NatsFigures | None = None
+    # --idempotence-pair: the name in dataplane_lineup.IDEMPOTENCE_PAIR -> figures of a
+    # produce phase at acks=all; empty without the option
+    idempotence: Mapping[str, ThroughputFigures] = attrs.field(factory=dict)
 
     def headline(self) -> dict[str, float]:
         figures = {f"produce_mb_per_s_acks_{a}": f.mb_per_s for a, f in self.produce.items()}
+        for name, found in self.idempotence.items():
+            figures[idempotence_key(name)] = found.mb_per_s
+        on, off = self.idempotence.get("on"), self.idempotence.get("off")
+        if on is not None and off is not None and off.mb_per_s > 0:
+            # within the run: the two phases ran against the same cluster, one after the other
+            figures[IDEMPOTENCE_RATIO] = on.mb_per_s / off.mb_per_s
         for acks, lat in self.latency.items():
             figures[f"ack_p50_ms_acks_{acks}"] = lat.ack_p50_ms
             figures[f"ack_p99_ms_acks_{acks}"] = lat.ack_p99_ms
@@ -46,6 +57,16 @@ class DataPlaneRun:
             figures[f"e2e_p99_ms_acks_{acks}"] = lat.delivery_p99_ms
         figures["consume_mb_per_s"] = self.consume.mb_per_s
         return figures
+
+
+IDEMPOTENCE_RATIO: Final = "idempotence_on_over_off"
+
+
+def idempotence_key(name: str) -> str:
+    """The headline key of an idempotence pair's phase: ``produce_mb_per_s_idempotence_on``,
+    ``..._off``, ``..._off_max_in_flight_5``."""
+    slug = "".join(c if c.isalnum() else "_" for c in name.replace(", ", "_"))
+    return f"produce_mb_per_s_idempotence_{slug}"
 
 
 def median_figures(runs: Sequence[DataPlaneRun]) -> dict[str, float]:
@@ -63,6 +84,8 @@ def nats_counterpart(key: str, nats: Mapping[str, float]) -> float | None:
     of acks=all; acks=1 and 0 are compared with it too, as what a user of either
     system gets). Latency: publish -> ack for the delivery report, publish ->
     delivery for end to end. Consume: consume."""
+    if key.startswith("produce_mb_per_s_idempotence"):
+        return None  # the pair is compared with itself (IDEMPOTENCE_RATIO), not with NATS
     if key.startswith("produce_mb_per_s"):
         publish = [v for k, v in nats.items() if k.startswith("publish_mb_per_s")]
         return max(publish) if publish else None
@@ -105,6 +128,8 @@ GOALS: Final = (
     Goal("produce_mb_per_s_acks_all", 45.0, True, "acks=all >= 45 MB/s"),
     Goal("e2e_p50_ms_acks_all", 2.0, False, "acks=all p50 <= 2 ms"),
     Goal("consume_mb_per_s", 250.0, True, "consume >= 250 MB/s"),
+    # issue 19, measured with --idempotence-pair
+    Goal(IDEMPOTENCE_RATIO, 0.9, True, "idempotence on >= 0.9x off (issue 19)"),
 )
 RATIO_GOALS: Final = (
     Goal("produce_mb_per_s_acks_all", 2.5, True, "acks=all >= 2.5x NATS"),

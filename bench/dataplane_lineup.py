@@ -18,6 +18,7 @@ from bench.nats_lineup import PhasePlan
 
 __all__ = [
     "ACK_LEVELS",
+    "IDEMPOTENCE_PAIR",
     "DataPlaneWorkload",
     "consume_phase",
     "latency_phase",
@@ -27,6 +28,13 @@ __all__ = [
 
 # librdkafka's acks values, in the order the report lists them
 ACK_LEVELS: Final = ("all", "1", "0")
+# --idempotence-pair: acks=all with librdkafka's idempotent producer (which caps
+# max.in.flight at 5), the same without idempotence at librdkafka's default in-flight limit
+# (the produce acks=all phase's settings), and without idempotence at 5 in flight, so that
+# what the broker's sequence checks cost can be told from what the client's cap costs.
+# name -> (enable.idempotence, max.in.flight or None for librdkafka's default)
+IDEMPOTENCE_PAIR: Final = {"on": (True, None), "off": (False, None),
+                           "off, max.in.flight=5": (False, 5)}
 # the load processes stop themselves at their own bound; this covers drain and close
 _CONSUME_BOUND_S: Final = 120.0
 
@@ -72,14 +80,22 @@ def _common(bootstrap: str, topic: str, workload: DataPlaneWorkload) -> tuple[st
     return ("--bootstrap", bootstrap, "--topic", topic, "--size", str(workload.record_bytes))
 
 
-def produce_phase(workload: DataPlaneWorkload, acks: str, bootstrap: str, topic: str
-                  ) -> PhasePlan:
+def produce_phase(workload: DataPlaneWorkload, acks: str, bootstrap: str, topic: str, *,
+                  idempotence: bool = False, max_in_flight: int | None = None) -> PhasePlan:
     if acks not in ACK_LEVELS:
         raise ValueError(f"acks is one of {ACK_LEVELS}, not {acks!r}")
-    args = (*_common(bootstrap, topic, workload), "--acks", acks,
-            "--linger-ms", str(workload.linger_ms), "--batch-bytes", str(workload.batch_bytes),
-            "--messages", str(workload.produce_messages),
-            "--seconds", str(workload.produce_seconds), "--warmup", str(workload.produce_warmup))
+    if idempotence and acks != "all":
+        # librdkafka refuses an idempotent producer at any other acks
+        raise ValueError(f"an idempotent producer needs acks=all, not {acks!r}")
+    args: tuple[str, ...] = (
+        *_common(bootstrap, topic, workload), "--acks", acks,
+        "--linger-ms", str(workload.linger_ms), "--batch-bytes", str(workload.batch_bytes),
+        "--messages", str(workload.produce_messages),
+        "--seconds", str(workload.produce_seconds), "--warmup", str(workload.produce_warmup))
+    if idempotence:
+        args += ("--idempotence",)
+    if max_in_flight is not None:
+        args += ("--max-in-flight", str(max_in_flight))
     return PhasePlan(kind="produce", process_args=(args,) * workload.produce_processes,
                      bound_s=workload.produce_seconds)
 

@@ -2,11 +2,11 @@
 
 KIND is ``produce`` (1 KB records as fast as librdkafka takes them, at
 ``--acks``, with the batching a throughput user sets: ``--linger-ms``,
-``--batch-bytes``), ``latency`` (one record at a time with linger.ms=0 to
-``--partition``: the time to its delivery report and to its arrival at a
-consumer polling in this process, Kafka's end-to-end latency) or ``consume``
-(``--partitions`` read from offset 0 up to the end offsets given, by one
-consumer with large fetches and batch ``consume()`` calls).
+``--batch-bytes``; idempotent with ``--idempotence``), ``latency`` (one record
+at a time with linger.ms=0 to ``--partition``: the time to its delivery report
+and to its arrival at a consumer polling in this process, Kafka's end-to-end
+latency) or ``consume`` (``--partitions`` read from offset 0 up to the end
+offsets given, by one consumer with large fetches and batch ``consume()`` calls).
 
 The same protocol as the NATS peer's load processes (``bench.nats_load``),
 so that ``bench.nats_phases.run_phase`` lines both up: connect and warm up,
@@ -70,9 +70,11 @@ class _Tally:
 
 
 def _producer(args: argparse.Namespace, **extra: object) -> Producer:
+    if args.max_in_flight is not None:
+        extra = {"max.in.flight.requests.per.connection": args.max_in_flight, **extra}
     return Producer({
         "bootstrap.servers": args.bootstrap, "acks": args.acks,
-        "enable.idempotence": False, "compression.type": "none",
+        "enable.idempotence": args.idempotence, "compression.type": "none",
         "linger.ms": args.linger_ms, "batch.size": args.batch_bytes,
         "batch.num.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
         "queue.buffering.max.messages": 1_000_000, "message.timeout.ms": 120_000,
@@ -264,6 +266,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--acks", default="all")
     parser.add_argument("--linger-ms", type=int, default=10)
     parser.add_argument("--batch-bytes", type=int, default=1_000_000)
+    parser.add_argument("--idempotence", action="store_true",
+                        help="enable.idempotence=true (librdkafka caps max.in.flight at 5)")
+    parser.add_argument("--max-in-flight", type=int, default=None,
+                        help="max.in.flight.requests.per.connection (librdkafka's default: unset)")
     parser.add_argument("--messages", type=int, default=10_000_000)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=int, default=1_000)

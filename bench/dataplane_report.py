@@ -16,18 +16,21 @@ from collections.abc import Callable, Mapping, Sequence
 import cattrs
 
 from bench.dataplane_figures import (
+    IDEMPOTENCE_RATIO,
     DataPlaneRun,
     RssFigures,
     goal_gaps,
     goal_met,
+    idempotence_key,
     median_figures,
     nats_counterpart,
     ratios,
 )
+from bench.dataplane_lineup import IDEMPOTENCE_PAIR
 from bench.nats_figures import median_headline
 from bench.nats_report import Phase, cpu_table
 
-__all__ = ["cell", "cpu_rows", "figure_rows", "report", "rss_report"]
+__all__ = ["cell", "cpu_rows", "figure_rows", "idempotence_label", "report", "rss_report"]
 
 _MIB = 1024 * 1024
 
@@ -45,6 +48,11 @@ def cell(values: Sequence[float], digits: int) -> str:
 
 
 def _label(key: str) -> tuple[str, int]:
+    if key == IDEMPOTENCE_RATIO:
+        return "idempotence on / off, acks=all, within each run", 3
+    for name in IDEMPOTENCE_PAIR:
+        if key == idempotence_key(name):
+            return f"produce MB/s, acks=all, idempotence {name}", 1
     acks = key.rsplit("_acks_", 1)[-1]
     labels = {
         "produce_mb_per_s": (f"produce MB/s, acks={acks}", 1),
@@ -85,10 +93,17 @@ def goal_rows(runs: Sequence[DataPlaneRun]) -> list[str]:
 def _phases(run: DataPlaneRun) -> list[Phase]:
     phases = [(f"produce acks={a}", f.cpu_percent, f.machine_busy_percent)
               for a, f in run.produce.items()]
+    phases += [(idempotence_label(name), f.cpu_percent, f.machine_busy_percent)
+               for name, f in run.idempotence.items()]
     phases += [(f"latency acks={a}", f.cpu_percent, f.machine_busy_percent)
                for a, f in run.latency.items()]
     phases.append(("consume", run.consume.cpu_percent, run.consume.machine_busy_percent))
     return phases
+
+
+def idempotence_label(name: str) -> str:
+    """The phase label of one of the idempotence pair's produce phases."""
+    return f"produce acks=all idempotence {name}"
 
 
 def _column_order(name: str) -> tuple[int, str]:

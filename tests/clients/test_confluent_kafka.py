@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
+    KafkaError,
     KafkaException,
     Message,
     Producer,
@@ -15,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from deploy import LocalCluster
 
+from . import group_scenarios as scenarios
 from .admin_checks import check_partitions, eventually
 from .records import PARTITIONS, check_read_back, records
 
@@ -112,3 +116,121 @@ def test_a_topic_is_created_on_first_use(admin: AdminClient, bootstrap: str) -> 
     assert delivered == [(0, 0)]
     topic = admin.list_topics(topic="cf-auto", timeout=TIMEOUT_S).topics["cf-auto"]
     assert topic.error is None and len(topic.partitions) == 1
+
+
+class _Producer:
+    """librdkafka's producer, idempotent (its default is off) at acks=all."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self._producer = Producer({
+            "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+            "linger.ms": 5,
+        })
+        self._acknowledged: dict[bytes, tuple[int, int]] = {}
+        self._failures: list[str] = []
+
+    def _delivered(self, err: object, msg: Message) -> None:
+        if err is not None:
+            self._failures.append(str(err))
+        else:
+            self._acknowledged[msg.value()] = (msg.partition(), msg.offset())  # type: ignore[index]
+
+    def send(self, topic: str, pairs: Sequence[tuple[bytes, bytes]]) -> None:
+        for key, value in pairs:
+            while True:
+                try:
+                    self._producer.produce(topic, value=value, key=key, on_delivery=self._delivered)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    self._producer.poll(0.1)
+            self._producer.poll(0)
+
+    def flush(self, timeout_s: float) -> None:
+        assert self._producer.flush(timeout_s) == 0, "records still unanswered"
+
+    def acknowledged(self) -> dict[bytes, tuple[int, int]]:
+        self._producer.poll(0)
+        return dict(self._acknowledged)
+
+    def failures(self) -> list[str]:
+        self._producer.poll(0)
+        return list(self._failures)
+
+    def close(self) -> None:
+        self._producer.flush(5)
+
+
+class _Consumer:
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        self._topic = topic
+        self._consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": scenarios.SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": scenarios.HEARTBEAT_INTERVAL_MS,
+        })
+        self._consumer.subscribe([topic])
+
+    def poll(self, timeout_s: float) -> list[scenarios.Read]:
+        read: list[scenarios.Read] = []
+        for msg in self._consumer.consume(1000, timeout=timeout_s):
+            assert msg.error() is None, msg.error()
+            read.append((msg.partition(), msg.offset(), msg.key(), msg.value()))  # type: ignore[arg-type]
+        return read
+
+    def assignment(self) -> frozenset[int]:
+        return frozenset(tp.partition for tp in self._consumer.assignment())
+
+    def positions(self) -> dict[int, int]:
+        assigned = self._consumer.assignment()
+        if not assigned:
+            return {}
+        return {tp.partition: tp.offset for tp in self._consumer.position(assigned) if tp.offset >= 0}
+
+    def commit(self) -> None:
+        try:
+            self._consumer.commit(asynchronous=False)
+        except KafkaException as error:
+            # nothing consumed since the last commit: nothing to commit
+            if error.args[0].code() != KafkaError._NO_OFFSET:
+                raise
+
+    def committed(self) -> dict[int, int]:
+        asked = [TopicPartition(self._topic, p) for p in range(PARTITIONS)]
+        return {tp.partition: tp.offset for tp in self._consumer.committed(asked, timeout=TIMEOUT_S)
+                if tp.offset >= 0}
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class _ConfluentKafka:
+    name = "cf"
+
+    def __init__(self, bootstrap: str) -> None:
+        self._bootstrap = bootstrap
+
+    def producer(self) -> scenarios.Producer:
+        return _Producer(self._bootstrap)
+
+    def consumer(self, group: str, topic: str) -> scenarios.Consumer:
+        return _Consumer(self._bootstrap, group, topic)
+
+
+def test_a_group_shares_commits_resumes_and_rebalances(cluster: LocalCluster, bootstrap: str) -> None:
+    scenarios.group_shares_commits_resumes_and_rebalances(_ConfluentKafka(bootstrap), cluster, bootstrap)
+
+
+# CI should run this one; it stalled 1 run in 5 (an idempotent producer unanswered after
+# the kill, as in the xfail cases): by hand only until that is fixed
+@pytest.mark.all_clients
+def test_a_group_carries_on_after_its_coordinators_kill(cluster: LocalCluster, bootstrap: str) -> None:
+    scenarios.group_carries_on_after_coordinator_kill(_ConfluentKafka(bootstrap), cluster, bootstrap)
+
+
+@pytest.mark.xfail(strict=True, reason="after a kill -9 of a broker, acks=all produce requests of an idempotent producer to the surviving leaders go unanswered for 20 s and more (the client times out; issue 19 report)")
+@pytest.mark.all_clients
+def test_an_idempotent_producer_writes_once_across_a_leader_kill(
+    cluster: LocalCluster, bootstrap: str
+) -> None:
+    scenarios.idempotent_producer_survives_leader_kill(_ConfluentKafka(bootstrap), cluster, bootstrap)

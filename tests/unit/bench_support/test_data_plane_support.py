@@ -5,20 +5,24 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.dataplane_figures import (
+    IDEMPOTENCE_RATIO,
     DataPlaneRun,
     RssFigures,
     goal_gaps,
     goal_met,
+    idempotence_key,
     median_figures,
     nats_counterpart,
     ratios,
 )
 from bench.dataplane_lineup import (
+    IDEMPOTENCE_PAIR,
     DataPlaneWorkload,
     consume_phase,
     latency_phase,
@@ -73,6 +77,26 @@ def test_an_acks_value_librdkafka_would_not_take_is_refused_before_any_process_s
         produce_phase(DataPlaneWorkload(), "-1", "h:1", "t")
 
 
+def test_the_idempotence_pair_tells_each_producer_process_its_idempotence_and_in_flight(
+) -> None:
+    plain = produce_phase(DataPlaneWorkload(), "all", "h:1", "t")
+    on = produce_phase(DataPlaneWorkload(), "all", "h:1", "t", idempotence=True)
+    capped = produce_phase(DataPlaneWorkload(), "all", "h:1", "t", max_in_flight=5)
+
+    assert "--idempotence" not in plain.process_args[0]
+    assert "--max-in-flight" not in plain.process_args[0]
+    assert all("--idempotence" in args for args in on.process_args)
+    args = capped.process_args[0]
+    assert args[args.index("--max-in-flight") + 1] == "5"
+    assert "--idempotence" not in args
+    assert IDEMPOTENCE_PAIR["on"] == (True, None)
+
+
+def test_an_idempotent_producer_below_acks_all_is_refused_as_librdkafka_refuses_it() -> None:
+    with pytest.raises(ValueError, match="acks=all"):
+        produce_phase(DataPlaneWorkload(), "1", "h:1", "t", idempotence=True)
+
+
 def test_the_latency_phase_is_one_process_on_one_partition() -> None:
     plan = latency_phase(DataPlaneWorkload(latency_messages=500), "all", "h:1", "t", partition=2)
 
@@ -124,6 +148,48 @@ def test_medians_are_taken_figure_by_figure() -> None:
     assert medians["consume_mb_per_s"] == 600.0
     assert medians["e2e_p50_ms_acks_all"] == 2.0
     assert medians["ack_p50_ms_acks_all"] == 1.0
+
+
+def paired(scale: float, on: float, off: float) -> DataPlaneRun:
+    return attrs.evolve(run(scale), idempotence={
+        "on": throughput(on), "off": throughput(off), "off, max.in.flight=5": throughput(on)})
+
+
+def test_the_idempotence_pair_is_a_ratio_within_each_run_and_its_median_over_runs() -> None:
+    runs = [paired(1.0, 45.0, 50.0), paired(1.0, 30.0, 60.0), paired(1.0, 50.0, 50.0)]
+
+    assert runs[0].headline()[IDEMPOTENCE_RATIO] == pytest.approx(0.9)
+    assert runs[0].headline()[idempotence_key("off, max.in.flight=5")] == 45.0
+    medians = median_figures(runs)
+    # the median of the ratios (0.9, 0.5, 1.0), not the ratio of the medians (45 / 50)
+    assert medians[IDEMPOTENCE_RATIO] == pytest.approx(0.9)
+    assert medians[idempotence_key("on")] == 45.0
+    assert IDEMPOTENCE_RATIO not in run(1.0).headline()
+
+
+def test_the_idempotence_pair_is_not_compared_with_nats_and_has_the_issue_19_goal() -> None:
+    runs = [paired(1.0, 40.0, 50.0)]
+
+    assert idempotence_key("on") not in ratios(runs)
+    assert "produce_mb_per_s_acks_all" in ratios(runs)
+    by_label = {goal.label: (value, factor) for goal, value, factor in
+                goal_gaps(median_figures(runs), ratios(runs))}
+    assert by_label["idempotence on >= 0.9x off (issue 19)"] == pytest.approx((0.8, 0.8 / 0.9))
+
+
+def test_the_report_shows_the_idempotence_pair_only_when_it_ran() -> None:
+    with_pair: list[str] = []
+    without: list[str] = []
+
+    report([paired(1.0, 45.0, 50.0)], "header", {}, with_pair.append)
+    report([run(1.0)], "header", {}, without.append)
+
+    text = "\n".join(with_pair)
+    assert "| produce MB/s, acks=all, idempotence on | 45.0 |  |  |" in text
+    assert "| produce MB/s, acks=all, idempotence off, max.in.flight=5 | 45.0 |  |  |" in text
+    assert "| idempotence on / off, acks=all, within each run | 0.900 |  |  |" in text
+    assert "| produce acks=all idempotence on | 20 | 50 | 1 | 71 |" in text
+    assert "idempotence" not in "\n".join(without[:-1])
 
 
 def test_produce_is_compared_with_the_peers_best_publish_window() -> None:
