@@ -319,8 +319,11 @@ class ReplicaCore:
     def _check_isrs(self, now_ms: int, outbox: Outbox) -> None:
         """Kafka's maybeShrinkIsr over the watched led partitions, ``ISR_CHECK_SLICE`` per
         poll: a check that is not done asks to be polled again at once (the driver lets its
-        other tasks run between polls). A partition whose ISR followers all have the log
-        end, with no change in flight, leaves the watch until it is touched again."""
+        other tasks run between polls). A high watermark held under the log end by a
+        follower outside the ISR is tried again (nothing else would: that follower's
+        caught-up time runs out, or its fence comes, without a fetch or an append). A
+        partition whose ISR followers all have the log end, with no change in flight and
+        its high watermark not held, leaves the watch until it is touched again."""
         if self._isr_check is None:
             self._isr_check = list(self._isr_watch)
         todo = self._isr_check
@@ -333,6 +336,10 @@ class ReplicaCore:
             change = partition.maybe_shrink_isr(now_ms)
             if change is not None:
                 outbox.isr_changes.append((key, change))
+            elif partition.high_watermark_held():
+                # a follower out of the ISR held it while caught up: time may have let go
+                if partition.maybe_increment_high_watermark(now_ms):
+                    outbox.moved(key)
             elif partition.isr_in_sync():
                 watch.pop(key, None)
         del todo[-ISR_CHECK_SLICE:]

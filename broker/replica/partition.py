@@ -463,6 +463,17 @@ class Partition:
                     return False
         return True
 
+    def high_watermark_held(self) -> bool:
+        """The high watermark is under the log end though the ISR is large enough to move
+        it: a follower outside the ISR that is caught up and eligible may hold it back
+        (``high_watermark_bound``), and it lets go with time (replica.lag.time.max.ms) or
+        its fencing, which no fetch or append reports (the controller takes a dead broker
+        out of the ISR before it writes its fence)."""
+        return (
+            self.high_watermark < self.log_end_offset
+            and len(self.isr_state.isr) >= self.effective_min_isr
+        )
+
     def maybe_shrink_isr(self, now_ms: int) -> IsrChange | None:
         out_of_sync = self.out_of_sync_replicas(now_ms)
         if not out_of_sync:

@@ -221,14 +221,11 @@ def test_a_group_shares_commits_resumes_and_rebalances(cluster: LocalCluster, bo
     scenarios.group_shares_commits_resumes_and_rebalances(_ConfluentKafka(bootstrap), cluster, bootstrap)
 
 
-# CI should run this one; it stalled 1 run in 5 (an idempotent producer unanswered after
-# the kill, as in the xfail cases): by hand only until that is fixed
-@pytest.mark.all_clients
+# the coordinator kill in CI: confluent-kafka (the other clients with --all-clients)
 def test_a_group_carries_on_after_its_coordinators_kill(cluster: LocalCluster, bootstrap: str) -> None:
     scenarios.group_carries_on_after_coordinator_kill(_ConfluentKafka(bootstrap), cluster, bootstrap)
 
 
-@pytest.mark.xfail(strict=True, reason="after a kill -9 of a broker, acks=all produce requests of an idempotent producer to the surviving leaders go unanswered for 20 s and more (the client times out; issue 19 report)")
 @pytest.mark.all_clients
 def test_an_idempotent_producer_writes_once_across_a_leader_kill(
     cluster: LocalCluster, bootstrap: str

@@ -235,13 +235,11 @@ def test_a_group_shares_commits_resumes_and_rebalances(cluster: LocalCluster, bo
     scenarios.group_shares_commits_resumes_and_rebalances(_KafkaPython(bootstrap), cluster, bootstrap)
 
 
-@pytest.mark.xfail(strict=True, reason="after a kill -9 of a broker, acks=all produce requests of an idempotent producer to the surviving leaders go unanswered for 20 s and more (the client times out; issue 19 report)")
 @pytest.mark.all_clients
 def test_a_group_carries_on_after_its_coordinators_kill(cluster: LocalCluster, bootstrap: str) -> None:
     scenarios.group_carries_on_after_coordinator_kill(_KafkaPython(bootstrap), cluster, bootstrap)
 
 
-@pytest.mark.xfail(strict=True, reason="after a kill -9 of a broker, acks=all produce requests of an idempotent producer to the surviving leaders go unanswered for 20 s and more (the client times out; issue 19 report)")
 @pytest.mark.all_clients
 def test_an_idempotent_producer_writes_once_across_a_leader_kill(
     cluster: LocalCluster, bootstrap: str

@@ -74,6 +74,7 @@ class Simulation:
                 min_insync_replicas=world.min_insync_replicas,
             ),
             random.Random(rng.getrandbits(64)),
+            fence_apart=world.fence_apart,
         )
         self.brokers = {b: SimBroker(self, b, self._config(b)) for b in world.brokers}
         self.checks = Checks(self)

@@ -40,21 +40,35 @@ from quorum.wire.messages import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from quorum.wire.messages.metadata_records import BrokerRegistrationChangeRecord
+from quorum.wire.metadata_serde import MetadataRecord
 
 __all__ = ["CONTROLLER_ID", "ControllerStandIn"]
+
+
+def _is_fence(record: MetadataRecord) -> bool:
+    return isinstance(record, BrokerRegistrationChangeRecord) and record.fenced == 1
+
 
 CONTROLLER_ID = 0
 R = TypeVar("R")
 
 
 class ControllerStandIn:
-    def __init__(self, config: ControllerConfig, rng: random.Random) -> None:
+    def __init__(
+        self, config: ControllerConfig, rng: random.Random, *, fence_apart: bool = False
+    ) -> None:
         self.config = config
         self.rng = rng
         self.image = EMPTY_IMAGE
         self.offset = 0
         self.sessions = BrokerSessions()
         self.on_change: list[Callable[[MetadataImage], None]] = []
+        # ``fence_apart``: an expired broker's fence record is committed at the next tick
+        # after its partition changes, as the production controller writes it after the last
+        # part of its departure job: images between show it out of every ISR, unfenced
+        self.fence_apart = fence_apart
+        self._fence_pending: tuple[MetadataRecord, ...] = ()
 
     def _context(self, now_ms: int) -> ControllerContext:
         return ControllerContext(
@@ -90,9 +104,20 @@ class ControllerStandIn:
 
     def fence_expired(self, now_ms: int) -> None:
         """Fence every broker whose session expired (one command each, as Kafka)."""
+        if self._fence_pending:
+            records, self._fence_pending = self._fence_pending, ()
+            self._commit(ControllerResult(records, None))
         while True:
             before = self.offset
-            self._run(fence_stale_brokers, self.image, self._context(now_ms), self.sessions)
+            result = fence_stale_brokers(self.image, self._context(now_ms), self.sessions)
+            fences = tuple(r for r in result.records if _is_fence(r))
+            if self.fence_apart and fences and len(fences) < len(result.records):
+                self._commit(ControllerResult(
+                    tuple(r for r in result.records if not _is_fence(r)), None
+                ))
+                self._fence_pending = fences
+                return
+            self._commit(result)
             if self.offset == before:
                 return
 

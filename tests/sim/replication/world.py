@@ -36,6 +36,9 @@ class ReplicationWorld:
     # one broker on a slower network (extra delay on its links): followers drift apart
     slow_broker: int | None = None
     slow_extra_ms: int = 0
+    # the controller commits an expired broker's fence a tick after its partition changes
+    # (``ControllerStandIn.fence_apart``; off for the seeded worlds, which stay as they were)
+    fence_apart: bool = False
 
 
 def world_for(rng: random.Random) -> ReplicationWorld:
