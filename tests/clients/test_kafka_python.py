@@ -231,6 +231,11 @@ class _KafkaPython:
         return _Consumer(self._bootstrap, group, topic)
 
 
+# by hand only (--all-clients): in about half the runs kafka-python 3.0.12 stops sending
+# heartbeats for one member after a SyncGroup it was answered, the coordinator expires that
+# member after its session timeout (as Kafka's does), and the client never rejoins; the
+# group scenario runs in CI with confluent-kafka
+@pytest.mark.all_clients
 def test_a_group_shares_commits_resumes_and_rebalances(cluster: LocalCluster, bootstrap: str) -> None:
     scenarios.group_shares_commits_resumes_and_rebalances(_KafkaPython(bootstrap), cluster, bootstrap)
 
