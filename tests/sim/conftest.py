@@ -16,7 +16,7 @@ from collections.abc import Generator
 
 import pytest
 
-DEFAULT_SEEDS = 40
+DEFAULT_SEEDS = 30
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -23,7 +23,7 @@ from .checks import SimFailure
 from .scenario import run_seed
 
 
-@pytest.mark.sim_seeds(20)
+@pytest.mark.sim_seeds(12)
 def test_groups_keep_their_invariants_through_crashes_and_failovers(seed: int) -> None:
     world = run_seed(seed)
     checks = world.checks
