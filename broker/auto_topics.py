@@ -46,22 +46,29 @@ class AutoTopicCreator:
         if version >= 4 and not request.allow_auto_topic_creation:
             return
         for wanted in request.topics or ():
-            name = wanted.name
-            if name and name not in self._creating and image.topic(name) is None:
-                self._creating.add(name)
-                self._nursery.start_soon(self._create, name)
+            if wanted.name and image.topic(wanted.name) is None:
+                # -1: the cluster's num.partitions and default.replication.factor
+                self.create(CreateTopicsRequestTopic(
+                    name=wanted.name, num_partitions=-1, replication_factor=-1
+                ))
 
-    async def _create(self, name: str) -> None:
-        request = CreateTopicsRequest(
-            topics=(CreateTopicsRequestTopic(name=name, num_partitions=-1, replication_factor=-1),),
-            timeout_ms=_TIMEOUT_MS,
-        )
+    def create(self, topic: CreateTopicsRequestTopic) -> None:
+        """Ask for ``topic`` in a task of its own, unless it is being asked for already."""
+        if topic.name not in self._creating:
+            self._creating.add(topic.name)
+            self._nursery.start_soon(self._create, topic)
+
+    async def _create(self, topic: CreateTopicsRequestTopic) -> None:
+        request = CreateTopicsRequest(topics=(topic,), timeout_ms=_TIMEOUT_MS)
         try:
             response = await self._forwarder.forward(request, _CREATE_TOPICS_VERSION)
-            error = Errors.from_code(response.topics[0].error_code) if response.topics else None
+            answer = response.topics[0] if response.topics else None
+            error = None if answer is None else Errors.from_code(answer.error_code)
             if error not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
-                logger.info("topic %s not created on first use: %s", name, error)
+                message = None if answer is None else answer.error_message
+                logger.info("topic %s not created on first use: %s %s", topic.name, error,
+                            message or "")
             else:
-                logger.info("topic %s created on first use", name)
+                logger.info("topic %s created on first use", topic.name)
         finally:
-            self._creating.discard(name)
+            self._creating.discard(topic.name)

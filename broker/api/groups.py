@@ -26,19 +26,18 @@ message text (``Errors.NONE`` reads "NONE").
 
 from __future__ import annotations
 
-import logging
 from typing import Final
 
 import trio
 
 from broker.api.forwarding import ControllerForwarder
+from broker.auto_topics import AutoTopicCreator
 from broker.group.partitioning import offsets_partition_for
 from quorum.controller.image import MetadataImage
 from quorum.controller.topic_names import OFFSETS_TOPIC
 from quorum.wire import ApiKey
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
-    CreateTopicsRequest,
     CreateTopicsRequestConfig,
     CreateTopicsRequestTopic,
     FindCoordinatorRequest,
@@ -54,8 +53,6 @@ __all__ = [
     "OffsetsTopicCreator",
     "find_coordinator",
 ]
-
-logger = logging.getLogger(__name__)
 
 KEY_TYPE_GROUP: Final = 0
 KEY_TYPE_TRANSACTION: Final = 1
@@ -79,8 +76,6 @@ _NO_TRANSACTIONS: Final = (
     "pykraft has no transactions: a transactional producer cannot find a transaction "
     "coordinator (produce with enable.idempotence and no transactional.id)"
 )
-_CREATE_TOPICS_VERSION: Final = 5
-_CREATE_TIMEOUT_MS: Final = 30_000
 
 
 def _message(error: Errors) -> str:
@@ -88,7 +83,8 @@ def _message(error: Errors) -> str:
 
 
 class OffsetsTopicCreator:
-    """Asks the active controller for ``__consumer_offsets``, one request at a time."""
+    """Asks the active controller for ``__consumer_offsets`` with Kafka's internal topic
+    configs (``GroupCoordinator.groupMetadataTopicConfigs``), one request at a time."""
 
     def __init__(
         self,
@@ -99,44 +95,20 @@ class OffsetsTopicCreator:
         replication_factor: int,
         segment_bytes: int,
     ) -> None:
-        self._forwarder = forwarder
-        self._nursery = nursery
-        self.partitions = partitions
-        self._replication_factor = replication_factor
-        self._segment_bytes = segment_bytes
-        self._creating = False
+        self._creator = AutoTopicCreator(forwarder, nursery)
+        self._topic = CreateTopicsRequestTopic(
+            name=OFFSETS_TOPIC,
+            num_partitions=partitions,
+            replication_factor=replication_factor,
+            configs=(
+                CreateTopicsRequestConfig(name="cleanup.policy", value="compact"),
+                CreateTopicsRequestConfig(name="compression.type", value="producer"),
+                CreateTopicsRequestConfig(name="segment.bytes", value=str(segment_bytes)),
+            ),
+        )
 
     def ensure(self) -> None:
-        if not self._creating:
-            self._creating = True
-            self._nursery.start_soon(self._create)
-
-    async def _create(self) -> None:
-        # Kafka's GroupCoordinator.groupMetadataTopicConfigs
-        configs = (
-            CreateTopicsRequestConfig(name="cleanup.policy", value="compact"),
-            CreateTopicsRequestConfig(name="compression.type", value="producer"),
-            CreateTopicsRequestConfig(name="segment.bytes", value=str(self._segment_bytes)),
-        )
-        request = CreateTopicsRequest(
-            topics=(CreateTopicsRequestTopic(
-                name=OFFSETS_TOPIC,
-                num_partitions=self.partitions,
-                replication_factor=self._replication_factor,
-                configs=configs,
-            ),),
-            timeout_ms=_CREATE_TIMEOUT_MS,
-        )
-        try:
-            response = await self._forwarder.forward(request, _CREATE_TOPICS_VERSION)
-            error = Errors.from_code(response.topics[0].error_code) if response.topics else None
-            if error in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
-                logger.info("%s created", OFFSETS_TOPIC)
-            else:
-                message = response.topics[0].error_message if response.topics else None
-                logger.info("%s not created yet: %s %s", OFFSETS_TOPIC, error, message or "")
-        finally:
-            self._creating = False
+        self._creator.create(self._topic)
 
 
 def find_coordinator(

@@ -39,7 +39,7 @@ import attrs
 from quorum.log.batch_scan import BatchInfo
 from quorum.log.cleaner_batches import BatchFate, clean_batch, map_batch
 from quorum.log.cleaner_plan import CleanerConfig, OffsetMap, group_segments
-from quorum.log.cleaner_swap import SwapHook, cleaned_path, swap_in
+from quorum.log.cleaner_swap import SwapHook, cleaned_path, no_hook, swap_in
 from quorum.log.file_log import FileLog
 from quorum.log.segment import Segment
 from quorum.wire.batch import BATCH_HEADER_SIZE, BatchHeader, batch_size_at
@@ -111,7 +111,7 @@ class CleaningResult:
 
 
 class _Aborted(Exception):
-    pass
+    """The log changed under a cleaning round (truncated or closed): the round is dropped."""
 
 
 def _batches(segment: Segment, position: int, end: int) -> Iterator[tuple[int, memoryview]]:
@@ -322,7 +322,7 @@ class CleaningJob:
         yield SyncFile(path)
         self._check_intact()
         new.size = written
-        swap_in(path, group, hook=self._swap_hook or _no_hook)
+        swap_in(path, group, hook=self._swap_hook or no_hook)
         self._cleaned = None
         new.close_time_index()
         new.index.replace_file_if_stale()
@@ -332,10 +332,6 @@ class CleaningJob:
             del self._watched[id(segment)]
         stats.segments_replaced += len(group)
         stats.groups += 1
-
-
-def _no_hook(_: str) -> None:
-    pass
 
 
 def _write_all(fd: int, data: bytearray) -> None:

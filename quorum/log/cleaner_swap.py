@@ -55,15 +55,15 @@ logger = logging.getLogger("quorum.log")
 SwapHook = Callable[[str], None]
 
 
-def _no_hook(_: str) -> None:
-    pass
+def no_hook(_: str) -> None:
+    """A swap hook that does nothing (tests pass one that crashes at a named step)."""
 
 
 def cleaned_path(directory: Path, base_offset: int) -> Path:
     return directory / (segment_name(base_offset) + LOG_SUFFIX + CLEANED_SUFFIX)
 
 
-def swap_in(cleaned: Path, replaced: Sequence[Segment], *, hook: SwapHook = _no_hook) -> Path:
+def swap_in(cleaned: Path, replaced: Sequence[Segment], *, hook: SwapHook = no_hook) -> Path:
     """Steps 1 to 3 of the module docstring; returns the new segment's ``.log`` path.
     ``cleaned`` must already be durable (fsynced)."""
     directory = cleaned.parent

@@ -20,7 +20,6 @@ from .support import JavaRun, run_java
 
 COUNT: Final = 500
 _RUN_S: Final = 240.0
-IDEMPOTENCE_PENDING: Final = "idempotent produce lands with issue 19"
 # topic -> the producer settings of its case
 CASES: Final = {"java-plain": ("enable.idempotence=false",), "java-defaults": ()}
 
@@ -50,8 +49,5 @@ def test_the_java_client_round_trip_without_idempotence(round_trips: JavaRun) ->
 
 def test_the_java_client_round_trip_at_its_defaults(round_trips: JavaRun) -> None:
     progress, result = outcome(round_trips, "java-defaults")
-    if result.startswith("IDEMPOTENCE-FAILED: "):
-        # only this named reason is expected: any other failure fails the test
-        pytest.xfail(f"{IDEMPOTENCE_PENDING}: {result}")
     assert result == "OK", round_trips.explain()
     assert progress == [f"produced {COUNT}", f"consumed {COUNT}"]

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 from broker import BrokerNode
@@ -53,14 +54,34 @@ async def broker_connection(node: BrokerNode) -> AsyncIterator[TrioKafkaConnecti
         yield conn
 
 
+# what a client retries: the offsets topic is being created, or its new leader loads it
+RETRIED = frozenset({
+    Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.NOT_COORDINATOR,
+})
+RETRY_BACKOFF_S = 0.05  # a client's retry backoff; every test bounds its loops by DEADLINE_S
+
+
+MAX_ASKS = int(DEADLINE_S / RETRY_BACKOFF_S)
+
+
+async def asked_until_answered(conn: TrioKafkaConnection, request: Any, version: int) -> Any:
+    """``request`` again, after a client's backoff, while it is answered with an error clients
+    retry (at most ``MAX_ASKS`` times)."""
+    for _ in range(MAX_ASKS):
+        answer = await conn.request(request, version=version)
+        if answer.error_code not in RETRIED:
+            return answer
+        await trio.sleep(RETRY_BACKOFF_S)
+    raise AssertionError(f"{type(request).__name__} still answered {answer} after {MAX_ASKS} asks")
+
+
 async def until_coordinator(conn: TrioKafkaConnection, group: str) -> Any:
     """FindCoordinator until it names a coordinator (the topic is created on first ask)."""
-    while True:
-        answer = await conn.request(FindCoordinatorRequest(key=group, key_type=0), version=3)
-        if answer.error_code == Errors.NONE:
-            return answer
-        assert answer.error_code == Errors.COORDINATOR_NOT_AVAILABLE, answer
-        await trio.sleep(0.05)  # a retry backoff, as a client's; the loop is bounded by the test
+    answer = await asked_until_answered(
+        conn, FindCoordinatorRequest(key=group, key_type=0), 3
+    )
+    assert answer.error_code == Errors.NONE, answer
+    return answer
 
 
 async def join_and_sync(conn: TrioKafkaConnection, group: str) -> tuple[str, int]:
@@ -69,16 +90,10 @@ async def join_and_sync(conn: TrioKafkaConnection, group: str) -> tuple[str, int
         group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
         member_id="", protocol_type="consumer", protocols=(protocol,),
     )
-    while True:
-        answer = await conn.request(join, version=5)
-        if answer.error_code == Errors.MEMBER_ID_REQUIRED:
-            join = JoinGroupRequest(**{**_fields(join), "member_id": answer.member_id})
-            continue
-        if answer.error_code in (Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.NOT_COORDINATOR):
-            # the new leader of the offsets partition has not loaded it yet: clients retry
-            await trio.sleep(0.05)
-            continue
-        break
+    answer = await asked_until_answered(conn, join, 5)
+    if answer.error_code == Errors.MEMBER_ID_REQUIRED:  # KIP-394: join again with the given id
+        join = attrs.evolve(join, member_id=answer.member_id)
+        answer = await asked_until_answered(conn, join, 5)
     assert answer.error_code == Errors.NONE, answer
     assert answer.leader == answer.member_id and answer.generation_id == 1
     synced = await conn.request(SyncGroupRequest(
@@ -87,12 +102,6 @@ async def join_and_sync(conn: TrioKafkaConnection, group: str) -> tuple[str, int
     ), version=3)
     assert synced.error_code == Errors.NONE and synced.assignment == b"abc", synced
     return answer.member_id, answer.generation_id
-
-
-def _fields(message: Any) -> dict[str, Any]:
-    import attrs
-
-    return attrs.asdict(message, recurse=False)
 
 
 async def commit(conn: TrioKafkaConnection, group: str, member: str, generation: int,
@@ -138,16 +147,11 @@ async def test_a_group_joins_syncs_and_its_commits_survive_a_broker_restart(
                 async with broker_connection(restarted) as conn:
                     await until_coordinator(conn, "g")
                     # loaded from the log: the commit is there (retried while loading)
-                    while True:
-                        answer = await conn.request(OffsetFetchRequest(
-                            group_id="g",
-                            topics=(OffsetFetchRequestTopic(name="t", partition_indexes=(0,)),),
-                        ), version=5)
-                        if answer.error_code not in (
-                            Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.NOT_COORDINATOR
-                        ):
-                            break
-                        await trio.sleep(0.05)
+                    answer = await asked_until_answered(conn, OffsetFetchRequest(
+                        group_id="g",
+                        topics=(OffsetFetchRequestTopic(name="t", partition_indexes=(0,)),),
+                    ), 5)
+                    assert answer.error_code == Errors.NONE, answer
                     assert answer.topics[0].partitions[0].committed_offset == 42
                 restarted.stop()
             controller.stop()

@@ -220,8 +220,7 @@ def test_an_abort_reports_why(tmp_path: Path) -> None:
     steps = job.steps()
     next(steps)
     log.truncate_to(log.segments[1].base_offset + 1)
-    for _ in steps:
-        pass
+    list(steps)  # the round runs to its end on the truncated log
     assert job.result is not None
     assert job.result.end_offset is None
     assert job.result.aborted is not None and "changed" in job.result.aborted
