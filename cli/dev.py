@@ -77,9 +77,8 @@ def _banner(cluster: LocalCluster, leader: int) -> str:
                      "(through a broker, as Kafka clients do)")
         lines.append(f"  kraft metadata-quorum --bootstrap-server {host}:{port} "
                      "describe --replication   (brokers are listed as observers)")
-        lines += produce_consume_lines(
-            ",".join(f"{h}:{p}" for h, p in map(cluster.address, cluster.broker_ids))
-        )
+        servers = ",".join(f"{h}:{p}" for h, p in map(cluster.address, cluster.broker_ids))
+        lines += produce_consume_lines(servers) + group_lines(servers)
     lines += [
         "Press Ctrl-C to stop.",
     ]
@@ -94,6 +93,16 @@ def produce_consume_lines(servers: str) -> list[str]:
         "--property parse.key=true --property key.separator=:",
         f"  kraft console-consumer --bootstrap-server {servers} --topic demo --from-beginning "
         "--property print.key=true --property print.partition=true --property print.offset=true",
+    ]
+
+
+def group_lines(servers: str) -> list[str]:
+    """The banner's lines on consumer groups, for the brokers at ``servers``."""
+    return [
+        "Consume in a group, and see its members, offsets and lag with:",
+        f"  kraft console-consumer --bootstrap-server {servers} --topic demo --group demo-group "
+        "--from-beginning",
+        f"  kraft consumer-groups --bootstrap-server {servers} --describe --group demo-group",
     ]
 
 

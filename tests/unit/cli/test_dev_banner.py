@@ -6,7 +6,7 @@ import shlex
 
 from cli.console_consumer import ConsumerOptions, consumer_plan
 from cli.console_producer import ProducerOptions, producer_plan
-from cli.dev import produce_consume_lines
+from cli.dev import group_lines, produce_consume_lines
 from cli.main import kraft
 
 SERVERS = "localhost:19094,localhost:19095"
@@ -45,3 +45,17 @@ def test_the_banner_shows_a_producer_and_a_consumer_on_the_real_brokers() -> Non
         from_beginning=True, **options(consumer_words)))
     assert consumer.properties["bootstrap.servers"] == SERVERS
     assert consumer.formatter.print_key
+
+
+def test_the_banner_shows_a_group_consumer_and_its_description() -> None:
+    found = {shlex.split(line)[1]: shlex.split(line)[2:]
+             for line in group_lines(SERVERS) if line.lstrip().startswith("kraft ")}
+    assert sorted(found) == ["console-consumer", "consumer-groups"]
+    assert set(found) <= set(kraft.commands)
+    consumer_words = [w for w in found["console-consumer"] if w != "--from-beginning"]
+    consumer = consumer_plan(ConsumerOptions(  # type: ignore[arg-type]
+        from_beginning=True, **options(consumer_words)))
+    assert consumer.properties["group.id"] == "demo-group"
+    assert found["consumer-groups"] == [
+        "--bootstrap-server", SERVERS, "--describe", "--group", "demo-group"
+    ]
