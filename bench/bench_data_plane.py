@@ -20,7 +20,11 @@ lined up by ``bench.nats_phases.run_phase`` as the NATS peer's are:
    With ``--idempotence-pair``, then acks=all three more times: librdkafka's idempotent
    producer (enable.idempotence=true, which caps max.in.flight at 5), the same without
    idempotence, and without it at max.in.flight=5 (what the broker's sequence checks
-   cost, told from what the client's cap costs); their ratio on / off per run;
+   cost, told from what the client's cap costs); their ratio on / off per run, and the
+   brokers' CPU per MB on / off. librdkafka's idempotent producer keeps one request in
+   flight per partition (its non-idempotent one pipelines), so the Java client's
+   ``kafka-producer-perf-test`` of the pinned Kafka runs the pair too (on, off; skipped
+   with ``--no-java`` or when the jars cannot be resolved): its ratio is the goal's;
 3. consume: the whole topic (everything the phases above wrote) by
    ``--consumers`` processes, partitions dealt out evenly; MB/s of payload.
 
@@ -57,13 +61,17 @@ from bench.dataplane_figures import DataPlaneRun, RssFigures
 from bench.dataplane_lineup import (
     ACK_LEVELS,
     IDEMPOTENCE_PAIR,
+    JAVA_IDEMPOTENCE_PAIR,
     DataPlaneWorkload,
     consume_phase,
+    java_producer_props,
+    java_records,
     latency_phase,
     phase_log_dir,
     produce_phase,
 )
 from bench.dataplane_report import idempotence_label, report, rss_report
+from bench.java_producer_load import run_java_produce
 from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures
 from bench.nats_lineup import NatsWorkload, PhasePlan, PhaseResult
 from bench.nats_peer import run_nats_peer
@@ -73,6 +81,7 @@ from bench.scale_phases import create_one_topic
 from bench.scale_probes import rss_bytes
 from broker.client import BlockingAdmin
 from deploy import ClusterSpec, LocalCluster
+from deploy.kafka import KafkaDistribution, resolve_kafka
 
 __all__ = ["main"]
 
@@ -132,6 +141,19 @@ class _Run:
         plan = produce_phase(self.workload, "all", self.bootstrap, TOPIC,
                              idempotence=idempotence, max_in_flight=max_in_flight)
         return throughput_figures(self.phase(plan, idempotence_label(name)))
+
+    def produce_idempotence_java(self, name: str, distribution: KafkaDistribution,
+                                 records: int) -> ThroughputFigures:
+        """One phase of the Java client's pair: kafka-producer-perf-test at acks=all with
+        the librdkafka phases' batching, idempotence on or off."""
+        idempotence, _max_in_flight = IDEMPOTENCE_PAIR[name]
+        label = idempotence_label(name, java=True)
+        result = run_java_produce(
+            distribution, self.bootstrap, TOPIC, records=records,
+            record_bytes=self.workload.record_bytes,
+            producer_props=java_producer_props(self.workload, idempotence),
+            server_pids=self.pids, log_dir=phase_log_dir(self.base, label))
+        return throughput_figures(result)
 
     def latency(self, acks: str) -> LatencyFigures:
         result = self.phase(latency_phase(self.workload, acks, self.bootstrap, TOPIC),
@@ -197,7 +219,8 @@ def _cluster_spec(properties: dict[str, str]) -> ClusterSpec:
 
 def one_run(workload: DataPlaneWorkload, nats: NatsWorkload | None, *, base_dir: Path | None,
             profile_dir: Path | None, properties: dict[str, str],
-            idempotence_pair: bool = False) -> DataPlaneRun:
+            idempotence_pair: bool = False, java: KafkaDistribution | None = None
+            ) -> DataPlaneRun:
     base = Path(tempfile.mkdtemp(prefix="data-plane-", dir=base_dir))
     done = False
     try:
@@ -209,6 +232,11 @@ def one_run(workload: DataPlaneWorkload, nats: NatsWorkload | None, *, base_dir:
             # right after the produce phases, on the same cluster and topic
             idempotence = ({name: run.produce_idempotence(name) for name in IDEMPOTENCE_PAIR}
                            if idempotence_pair else {})
+            java_idempotence = {}
+            if idempotence_pair and java is not None:
+                records = java_records(idempotence["off"], workload)
+                java_idempotence = {name: run.produce_idempotence_java(name, java, records)
+                                    for name in JAVA_IDEMPOTENCE_PAIR}
             latency = {acks: run.latency(acks) for acks in ACK_LEVELS}
             consume = run.consume()
         done = True
@@ -218,7 +246,18 @@ def one_run(workload: DataPlaneWorkload, nats: NatsWorkload | None, *, base_dir:
         else:
             print(f"the cluster's data and logs are kept in {base}", file=sys.stderr)
     return DataPlaneRun(produce=produce, latency=latency, consume=consume,
-                        nats=_nats_or_none(nats), idempotence=idempotence)
+                        nats=_nats_or_none(nats), idempotence=idempotence,
+                        java_idempotence=java_idempotence)
+
+
+def _java_or_none(say: Callable[[str], None]) -> KafkaDistribution | None:
+    """The pinned Kafka's jars for the Java client's pair, or None (said) when they cannot
+    be had: the librdkafka pair's figures must not be lost to a missing JDK."""
+    try:
+        return resolve_kafka()
+    except Exception as exc:  # no java, no mvn, no network: reported, then skipped
+        say(f"no Java client pair: Kafka's jars could not be resolved: {exc}")
+        return None
 
 
 def _nats_or_none(nats: NatsWorkload | None) -> NatsFigures | None:
@@ -327,6 +366,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--idempotence-pair", action="store_true",
                         help="after the produce phases, acks=all with idempotence on, off, "
                              "and off at max.in.flight=5 (issue 19)")
+    parser.add_argument("--no-java", action="store_true",
+                        help="with --idempotence-pair: skip the Java client's pair")
     parser.add_argument("--profile", default=None, metavar="DIR",
                         help="one extra run with py-spy on a broker; summaries in DIR")
     parser.add_argument("--rss-partitions", type=int, default=0,
@@ -363,10 +404,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             message_bytes=workload.record_bytes, publish_seconds=args.seconds,
             latency_messages=args.latency, base_dir=base_dir)
         profile_dir = Path(args.profile) if args.profile else None
+        java = _java_or_none(say) if args.idempotence_pair and not args.no_java else None
         runs = []
         for i in range(args.runs):
             runs.append(one_run(workload, nats, base_dir=base_dir, profile_dir=None,
-                                properties=properties, idempotence_pair=args.idempotence_pair))
+                                properties=properties, idempotence_pair=args.idempotence_pair,
+                                java=java))
             say(f"run {i + 1}/{args.runs} done")
         header = (f"{command}  ({date.today()})\n\n3 controllers + 3 brokers on loopback, "
                   f"Kafka's default settings; topic of {workload.partitions} partitions, RF "
@@ -379,7 +422,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.idempotence_pair:
             settings["idempotence pair"] = (
                 "acks=all, the producer's batching; on: enable.idempotence=true (librdkafka "
-                "caps max.in.flight at 5); off: as the producer above; off, max.in.flight=5")
+                "caps max.in.flight at 5 and keeps one request in flight per partition); off: "
+                "as the producer above; off, max.in.flight=5")
+            if java is not None:
+                settings["Java client pair"] = (
+                    "kafka-producer-perf-test of the pinned Kafka (one JVM, -Xmx512M), acks=all, "
+                    "the same linger.ms and batch.size, buffer.memory 256 MiB, its default "
+                    "max.in.flight 5, enable.idempotence true then false; as many records as "
+                    "the librdkafka 'off' phase produced in a phase's seconds")
         report(runs, header, settings, out)
         if profile_dir is not None:
             # after the report: a failure here must not lose the figures

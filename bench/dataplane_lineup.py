@@ -14,13 +14,17 @@ from typing import Final
 
 import attrs
 
+from bench.nats_figures import ThroughputFigures
 from bench.nats_lineup import PhasePlan
 
 __all__ = [
     "ACK_LEVELS",
     "IDEMPOTENCE_PAIR",
+    "JAVA_IDEMPOTENCE_PAIR",
     "DataPlaneWorkload",
     "consume_phase",
+    "java_producer_props",
+    "java_records",
     "latency_phase",
     "partition_shares",
     "produce_phase",
@@ -35,6 +39,12 @@ ACK_LEVELS: Final = ("all", "1", "0")
 # name -> (enable.idempotence, max.in.flight or None for librdkafka's default)
 IDEMPOTENCE_PAIR: Final = {"on": (True, None), "off": (False, None),
                            "off, max.in.flight=5": (False, 5)}
+# the Java client's pair (kafka-producer-perf-test); max.in.flight is its default, 5
+JAVA_IDEMPOTENCE_PAIR: Final = ("on", "off")
+# the perf test's buffer: the JVM runs with its script's -Xmx512M, so less than librdkafka's
+_JAVA_BUFFER_BYTES: Final = 256 * 1024 * 1024
+# at least this many records per Java phase, however slow the librdkafka phase was
+_JAVA_MIN_RECORDS: Final = 50_000
 # the load processes stop themselves at their own bound; this covers drain and close
 _CONSUME_BOUND_S: Final = 120.0
 
@@ -145,3 +155,19 @@ def consume_phase(workload: DataPlaneWorkload, end_offsets: Mapping[int, int], b
 
 def phase_log_dir(base: Path, label: str) -> Path:
     return base / "load" / label.replace(" ", "-").replace("=", "")
+
+
+def java_producer_props(workload: DataPlaneWorkload, idempotence: bool) -> dict[str, str]:
+    """The perf test's producer settings: the librdkafka produce phases' batching, acks=all,
+    and idempotence on or off (the Java client's default is on)."""
+    return {"acks": "all", "enable.idempotence": "true" if idempotence else "false",
+            "linger.ms": str(workload.linger_ms), "batch.size": str(workload.batch_bytes),
+            "compression.type": "none", "buffer.memory": str(_JAVA_BUFFER_BYTES)}
+
+
+def java_records(off: ThroughputFigures, workload: DataPlaneWorkload) -> int:
+    """Records for one Java phase: what the librdkafka idempotence-off phase produced in
+    a phase's seconds, so that the Java phases last about as long (the perf test has no
+    time bound of its own)."""
+    per_s = off.mb_per_s * 1e6 / workload.record_bytes
+    return max(_JAVA_MIN_RECORDS, int(per_s * workload.produce_seconds))

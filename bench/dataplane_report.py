@@ -16,7 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 import cattrs
 
 from bench.dataplane_figures import (
+    IDEMPOTENCE_CPU_RATIO,
     IDEMPOTENCE_RATIO,
+    JAVA_IDEMPOTENCE_CPU_RATIO,
+    JAVA_IDEMPOTENCE_RATIO,
     DataPlaneRun,
     RssFigures,
     goal_gaps,
@@ -48,11 +51,20 @@ def cell(values: Sequence[float], digits: int) -> str:
 
 
 def _label(key: str) -> tuple[str, int]:
-    if key == IDEMPOTENCE_RATIO:
-        return "idempotence on / off, acks=all, within each run", 3
+    fixed = {
+        IDEMPOTENCE_RATIO: ("idempotence on / off, acks=all, MB/s within each run", 3),
+        IDEMPOTENCE_CPU_RATIO: ("idempotence on / off, brokers' CPU per MB", 3),
+        JAVA_IDEMPOTENCE_RATIO: ("Java client: idempotence on / off, MB/s within each run", 3),
+        JAVA_IDEMPOTENCE_CPU_RATIO: ("Java client: idempotence on / off, brokers' CPU per MB",
+                                     3),
+    }
+    if key in fixed:
+        return fixed[key]
     for name in IDEMPOTENCE_PAIR:
         if key == idempotence_key(name):
             return f"produce MB/s, acks=all, idempotence {name}", 1
+        if key == idempotence_key(name, java=True):
+            return f"produce MB/s, acks=all, Java client (perf test), idempotence {name}", 1
     acks = key.rsplit("_acks_", 1)[-1]
     labels = {
         "produce_mb_per_s": (f"produce MB/s, acks={acks}", 1),
@@ -95,15 +107,17 @@ def _phases(run: DataPlaneRun) -> list[Phase]:
               for a, f in run.produce.items()]
     phases += [(idempotence_label(name), f.cpu_percent, f.machine_busy_percent)
                for name, f in run.idempotence.items()]
+    phases += [(idempotence_label(name, java=True), f.cpu_percent, f.machine_busy_percent)
+               for name, f in run.java_idempotence.items()]
     phases += [(f"latency acks={a}", f.cpu_percent, f.machine_busy_percent)
                for a, f in run.latency.items()]
     phases.append(("consume", run.consume.cpu_percent, run.consume.machine_busy_percent))
     return phases
 
 
-def idempotence_label(name: str) -> str:
-    """The phase label of one of the idempotence pair's produce phases."""
-    return f"produce acks=all idempotence {name}"
+def idempotence_label(name: str, *, java: bool = False) -> str:
+    """The phase label of one of the idempotence pairs' produce phases."""
+    return f"produce acks=all {'java ' if java else ''}idempotence {name}"
 
 
 def _column_order(name: str) -> tuple[int, str]:

@@ -11,9 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.dataplane_figures import (
+    IDEMPOTENCE_CPU_RATIO,
     IDEMPOTENCE_RATIO,
+    JAVA_IDEMPOTENCE_CPU_RATIO,
+    JAVA_IDEMPOTENCE_RATIO,
     DataPlaneRun,
     RssFigures,
+    broker_cpu_ms_per_mb,
     goal_gaps,
     goal_met,
     idempotence_key,
@@ -25,11 +29,14 @@ from bench.dataplane_lineup import (
     IDEMPOTENCE_PAIR,
     DataPlaneWorkload,
     consume_phase,
+    java_producer_props,
+    java_records,
     latency_phase,
     partition_shares,
     produce_phase,
 )
 from bench.dataplane_report import cell, report, rss_report
+from bench.java_producer_load import parse_summary
 from bench.nats_figures import LatencyFigures, ThroughputFigures
 from bench.profile_summary import summarize
 from tests.unit.bench_support.test_nats_support import figures as nats_figures
@@ -37,9 +44,10 @@ from tests.unit.bench_support.test_nats_support import figures as nats_figures
 CPU = {"load-1": 20.0, "broker-4": 50.0, "controller-1": 1.0}
 
 
-def throughput(mb_per_s: float) -> ThroughputFigures:
+def throughput(mb_per_s: float, cpu: dict[str, float] | None = None) -> ThroughputFigures:
     return ThroughputFigures(processes=2, window=0, messages=1000, seconds=1.0,
-                             mb_per_s=mb_per_s, cpu_percent=CPU, machine_busy_percent=80.0)
+                             mb_per_s=mb_per_s, cpu_percent=CPU if cpu is None else cpu,
+                             machine_busy_percent=80.0)
 
 
 def latency(p50: float) -> LatencyFigures:
@@ -167,14 +175,63 @@ def test_the_idempotence_pair_is_a_ratio_within_each_run_and_its_median_over_run
     assert IDEMPOTENCE_RATIO not in run(1.0).headline()
 
 
-def test_the_idempotence_pair_is_not_compared_with_nats_and_has_the_issue_19_goal() -> None:
-    runs = [paired(1.0, 40.0, 50.0)]
+def test_the_idempotence_pairs_are_not_compared_with_nats_and_have_the_issue_19_goals() -> None:
+    runs = [attrs.evolve(paired(1.0, 40.0, 50.0), java_idempotence={
+        "on": throughput(44.0), "off": throughput(50.0)})]
 
     assert idempotence_key("on") not in ratios(runs)
+    assert idempotence_key("on", java=True) not in ratios(runs)
     assert "produce_mb_per_s_acks_all" in ratios(runs)
     by_label = {goal.label: (value, factor) for goal, value, factor in
                 goal_gaps(median_figures(runs), ratios(runs))}
-    assert by_label["idempotence on >= 0.9x off (issue 19)"] == pytest.approx((0.8, 0.8 / 0.9))
+    assert by_label["Java client: idempotence on >= 0.9x off (issue 19)"] == pytest.approx(
+        (0.88, 0.88 / 0.9))
+    # the same broker CPU share for fewer MB: 50/40 times the CPU per MB
+    cpu = by_label["brokers' CPU per MB, idempotence on <= 1.1x off, librdkafka (issue 19)"]
+    assert cpu == pytest.approx((1.25, 1.25 / 1.1))
+    # librdkafka's MB/s ratio is a figure, not a goal (its client rule, not the brokers')
+    assert not any("idempotence on >= 0.9x off" in label and "Java" not in label
+                   for label in by_label)
+
+
+def test_broker_cpu_per_mb_adds_every_broker_and_only_brokers() -> None:
+    figures = throughput(100.0, {"load-1": 90.0, "broker-4": 30.0, "broker-5": 20.0,
+                                 "controller-1": 5.0})
+
+    # half a core of brokers for 100 MB/s: 5 ms of CPU per MB
+    assert broker_cpu_ms_per_mb(figures) == pytest.approx(5.0)
+
+
+def test_the_cpu_ratio_compares_cpu_per_mb_not_cpu_shares() -> None:
+    on = throughput(50.0, {"broker-4": 40.0})
+    off = throughput(100.0, {"broker-4": 40.0})
+    headline = attrs.evolve(run(1.0), java_idempotence={"on": on, "off": off}).headline()
+
+    assert headline[JAVA_IDEMPOTENCE_RATIO] == pytest.approx(0.5)
+    assert headline[JAVA_IDEMPOTENCE_CPU_RATIO] == pytest.approx(2.0)
+    assert IDEMPOTENCE_CPU_RATIO not in headline
+
+
+def test_java_phases_last_about_a_phase_and_carry_the_librdkafka_batching() -> None:
+    workload = DataPlaneWorkload(linger_ms=7, batch_bytes=500_000, produce_seconds=8.0)
+
+    # 100 MB/s of 1,024-byte records for 8 s
+    assert java_records(throughput(100.0), workload) == int(100e6 / 1024 * 8)
+    assert java_records(throughput(0.1), workload) == 50_000
+    props = java_producer_props(workload, idempotence=False)
+    assert props["enable.idempotence"] == "false"
+    assert (props["acks"], props["linger.ms"], props["batch.size"]) == ("all", "7", "500000")
+    assert java_producer_props(workload, idempotence=True)["enable.idempotence"] == "true"
+
+
+def test_the_perf_tests_summary_line_is_read_for_records_and_rate() -> None:
+    out = ("12 records sent, 3.0 records/sec (0.00 MB/sec), 1.0 ms avg latency\n"
+           "300000 records sent, 53985.963649 records/sec (52.72 MB/sec), 204.62 ms avg "
+           "latency, 651.00 ms max latency, 164 ms 50th, 457 ms 95th.\n")
+
+    assert parse_summary(out) == (300000, pytest.approx(53985.963649))
+    with pytest.raises(RuntimeError, match="no summary line"):
+        parse_summary("Exception in thread main")
 
 
 def test_the_report_shows_the_idempotence_pair_only_when_it_ran() -> None:
@@ -187,7 +244,8 @@ def test_the_report_shows_the_idempotence_pair_only_when_it_ran() -> None:
     text = "\n".join(with_pair)
     assert "| produce MB/s, acks=all, idempotence on | 45.0 |  |  |" in text
     assert "| produce MB/s, acks=all, idempotence off, max.in.flight=5 | 45.0 |  |  |" in text
-    assert "| idempotence on / off, acks=all, within each run | 0.900 |  |  |" in text
+    assert "| idempotence on / off, acks=all, MB/s within each run | 0.900 |  |  |" in text
+    assert "| idempotence on / off, brokers' CPU per MB | 1.111 |  |  |" in text
     assert "| produce acks=all idempotence on | 20 | 50 | 1 | 71 |" in text
     assert "idempotence" not in "\n".join(without[:-1])
 
