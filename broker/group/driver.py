@@ -10,16 +10,16 @@ It owns one ``GroupCoordinator`` (sans-I/O) and moves its outputs:
   ``append_committed`` / ``append_failed``;
 * the coordinator's deadline is kept by this driver's task.
 
-Leadership: every ``watch_interval_ms`` (and when woken) the driver
+Leadership: whenever the replica driver has applied a slice of assignment
+changes (``ReplicaDriver.on_applied``, Kafka's leader-election callback), on
+every new image, and every ``watch_interval_ms`` as a backstop, the driver
 compares the ``__consumer_offsets`` partitions this broker leads, with their
 leader epochs, against the ones loaded. A partition gained (or led again in
 a new epoch) is loaded: ``begin_load``, its records from the log start to the
 log end in slices of ``load_slice_bytes`` with the loop free between slices,
-then ``finish_load``; a partition lost is unloaded. Kafka loads on the
-replica manager's leader-election callback; polling the replica core finds
-the same changes without a new output kind in the core, at the cost of up to
-``watch_interval_ms`` of COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR after
-a change, which the clients retry.
+then ``finish_load``; a partition lost is unloaded. Between a leadership and
+its load's end, requests for its groups get COORDINATOR_LOAD_IN_PROGRESS,
+which the clients retry.
 
 Every call into the coordinator runs in this driver's task or in the
 listener task that received the request, never inside the replica driver's
@@ -94,7 +94,7 @@ class GroupDriver:
         image: Callable[[], MetadataImage],
         clock_ms: Callable[[], int],
         commit_timeout_ms: int,
-        watch_interval_ms: int = 100,
+        watch_interval_ms: int = 1_000,
         load_slice_bytes: int = LOAD_SLICE_BYTES,
         topic: str = OFFSETS_TOPIC,
     ) -> None:
@@ -110,6 +110,7 @@ class GroupDriver:
         self._wake = trio.Event()
         # partition -> the leader epoch it was loaded (or is being loaded) in
         self._loaded: dict[int, int] = {}
+        replicas.on_applied(self.notify)
 
     # -- inputs from the listener ---------------------------------------------------------------
 
@@ -126,7 +127,8 @@ class GroupDriver:
         self._apply(out)
 
     def notify(self) -> None:
-        """Something changed (a new image): look at the led partitions now."""
+        """Something changed (a new image, leaderships applied): look at the led partitions
+        now."""
         self._wake.set()
 
     # -- the task ----------------------------------------------------------------------------

@@ -134,6 +134,7 @@ class ReplicaDriver:
         self.steps = 0
         # set (and replaced) after each slice of the image's changes is applied
         self.applied = trio.Event()
+        self._applied_listeners: list[Callable[[], None]] = []
         self.counters = DataPlaneCounters()
         # when each waiting request arrived
         self._started: dict[ResponseSlot | InternalProduceSlot, int] = {}
@@ -159,6 +160,11 @@ class ReplicaDriver:
     @property
     def pending_changes(self) -> int:
         return sum(len(c.changed) + len(c.removed) for c in self._pending)
+
+    def on_applied(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (no waiting in it) after every slice of assignment changes the
+        core applied: leaderships gained and lost are in the core by then."""
+        self._applied_listeners.append(listener)
 
     def activate(self) -> None:
         """The broker is registered and caught up: start applying the image's changes."""
@@ -358,6 +364,8 @@ class ReplicaDriver:
             gc.freeze()
         self.applied.set()
         self.applied = trio.Event()
+        for listener in self._applied_listeners:
+            listener()
 
     async def _alter_partition(self, outbound: OutboundAlterPartition) -> None:
         assert self._controller is not None
