@@ -61,6 +61,7 @@ from quorum.wire.messages import (
     ListOffsetsRequest,
     MetadataRequest,
     OffsetForLeaderEpochRequest,
+    is_old_message_format,
 )
 from quorum.wire.protocol import RequestHeader
 
@@ -210,6 +211,13 @@ class BrokerRouter(ListenerRouter):
 
     async def _produce(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
         assert self._replicas is not None
+        if is_old_message_format(header.api_version):
+            # Kafka 4 advertises Produce from v0 (older librdkafka insists on it) but parses
+            # only v3+: v0-2 close the connection there, and must write nothing here
+            raise BrokerRequestRejected(
+                f"Produce v{header.api_version} carries message formats v0/v1, which Kafka 4 "
+                "no longer reads"
+            )
         # acks=0: Kafka sends no response at all, so the request takes no place in the order
         slot = None if message.acks == 0 else conn.new_slot(header)
         self._replicas.produce(slot, message)
@@ -221,7 +229,8 @@ class BrokerRouter(ListenerRouter):
 
     async def _list_offsets(self, version: int, message: ListOffsetsRequest) -> Any:
         assert self._replicas is not None
-        return list_offsets(self._replicas.core.partitions.by_name, self._image(), message)
+        return list_offsets(self._replicas.core.partitions.by_name, self._image(), message,
+                            version)
 
     async def _offsets_for_leader_epochs(
         self, version: int, message: OffsetForLeaderEpochRequest

@@ -41,10 +41,11 @@ class RelativeTimeError(Exception):
 
 
 def _replica_json(info: QuorumInfo, replica: ReplicaInfo) -> str:
-    directory = (
-        "null" if replica.directory_id == ZERO_UUID else f'"{uuid_to_str(replica.directory_id)}"'
-    )
-    text = f'{{"id": {replica.replica_id}, "directoryId": {directory}'
+    # Kafka 4.x's MetadataQuorumCommand.Node leaves the zero directory id (a static
+    # quorum's voters) out; 3.x printed "directoryId": null
+    text = f'{{"id": {replica.replica_id}'
+    if replica.directory_id != ZERO_UUID:
+        text += f', "directoryId": "{uuid_to_str(replica.directory_id)}"'
     endpoints = info.endpoints_of(replica.replica_id)
     if endpoints:
         text += ', "endpoints": [' + ", ".join(f'"{e}"' for e in endpoints) + "]"

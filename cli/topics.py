@@ -8,7 +8,8 @@ sent by the client library's ``Admin`` (``--command-config``: its settings,
 for example ``default.api.timeout.ms``).
 ``--describe`` reads the committed image of the active controller or of that
 broker (PykraftDescribeImage; a broker's may trail the controller's by the
-records it has not fetched yet) and prints Kafka's layout; with
+records it has not fetched yet; a cluster that does not serve it, Apache Kafka,
+is asked with Kafka's Admin calls instead) and prints Kafka's layout; with
 ``--unavailable-partitions`` only partitions without a leader,
 ``--under-replicated-partitions`` only those whose ISR is smaller than the
 replica set, ``--under-min-isr-partitions`` only those below their topic's
@@ -18,16 +19,26 @@ replica set, ``--under-min-isr-partitions`` only those below their topic's
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import click
 
-from broker.client import Admin, KafkaError, NewPartitions, NewTopic
+from broker.client import (
+    Admin,
+    ConfigResource,
+    ConfigSource,
+    KafkaError,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+    TopicPartition,
+)
 from cli.admin_target import admin_config, run_admin
 from cli.console import fail
 from quorum.wire.error_codes import Errors
+from quorum.wire.uuids import uuid_to_str
 
-__all__ = ["describe_lines", "topics"]
+__all__ = ["describe_lines", "image_from_admin_calls", "topics"]
 
 _ERROR: Final = "Error while executing topic command : "
 
@@ -104,18 +115,25 @@ def _configs(pairs: tuple[str, ...]) -> dict[str, str]:
     return result
 
 
+def _command_failed(message: str) -> NoReturn:
+    """A command the cluster refused: like Kafka's TopicCommand, the error on stdout and
+    exit status 1 (only bad options go to stderr)."""
+    click.echo(message)
+    raise click.exceptions.Exit(1)
+
+
 def _check(outcome: dict[str, KafkaError | None], topic: str) -> None:
     error = outcome.get(topic)
     if error is not None:
         name = error.error.name if error.error is not None else error.name
-        fail(f"{_ERROR}{error.server_message or name} (topic {topic}: {name})")
+        _command_failed(f"{_ERROR}{error.server_message or name} (topic {topic}: {name})")
 
 
 def _run(config: dict[str, str], body: Any) -> Any:
     try:
         return run_admin(config, body)
     except KafkaError as exc:
-        fail(f"{_ERROR}{exc}")
+        _command_failed(f"{_ERROR}{exc}")
 
 
 @click.command(name="topics", context_settings={"help_option_names": ["-h", "--help"]})
@@ -181,7 +199,7 @@ def topics(
                 click.echo(entry["name"])
             return
         if topic is not None and all(t["name"] != topic for t in image.get("topics", [])):
-            fail(f"{_ERROR}Topic '{topic}' does not exist as expected")
+            _command_failed(f"{_ERROR}Topic '{topic}' does not exist as expected")
         for line in describe_lines(
             image, topic, unavailable=unavailable_partitions,
             under_replicated=under_replicated_partitions, under_min_isr=under_min_isr_partitions,
@@ -190,4 +208,51 @@ def topics(
 
 
 async def _image(admin: Admin) -> dict[str, Any]:
-    return await admin.describe_image()
+    try:
+        return await admin.describe_image()
+    except KafkaError as exc:
+        if exc.error is not Errors.UNSUPPORTED_VERSION:
+            raise
+    # a cluster without pykraft's own DescribeImage (Apache Kafka): the same view from
+    # Kafka's Admin calls, as kafka-topics builds it
+    return await image_from_admin_calls(admin)
+
+
+async def image_from_admin_calls(admin: Admin) -> dict[str, Any]:
+    """The topics part of an image (``image_to_json`` form) from Metadata, DescribeConfigs
+    and ListPartitionReassignments. Internal topics are listed, as kafka-topics lists them
+    unless ``--exclude-internal``; a topic's configs are those not at their default (what
+    kafka-topics prints: its own, and cluster-wide dynamic ones)."""
+    names = await admin.list_topics(include_internal=True)
+    descriptions = await admin.describe_topics(names) if names else {}
+    resources = [ConfigResource(ResourceType.TOPIC, name) for name in names]
+    configs = await admin.describe_configs(resources) if resources else {}
+    moving = await admin.list_partition_reassignments()
+    topics = []
+    for name in names:
+        description = descriptions[name]
+        partitions = []
+        for p in sorted(description.partitions, key=lambda p: p.partition):
+            reassignment = moving.get(TopicPartition(name, p.partition))
+            partitions.append({
+                "partition": p.partition,
+                "leader": -1 if p.leader is None else p.leader.node_id,
+                "replicas": list(p.replicas),
+                "isr": list(p.isr),
+                "addingReplicas": [] if reassignment is None
+                else list(reassignment.adding_replicas),
+                "removingReplicas": [] if reassignment is None
+                else list(reassignment.removing_replicas),
+            })
+        topics.append({"name": name, "topicId": uuid_to_str(description.topic_id),
+                       "partitions": partitions})
+    return {
+        "topics": topics,
+        "configs": [
+            {"resourceType": "TOPIC", "resourceName": resource.name,
+             "configs": {key: entry.value for key, entry in entries.items()
+                         if entry.source is not ConfigSource.DEFAULT_CONFIG
+                         and entry.value is not None}}
+            for resource, entries in configs.items()
+        ],
+    }

@@ -7,12 +7,13 @@ with LEADER_NOT_AVAILABLE (LISTENER_NOT_FOUND when the leader lives but lacks
 the listener); offline replicas are those on brokers that are unregistered,
 fenced or without the listener. Metadata v0 asks for every topic with an
 empty list, v1+ with a null one (an empty one asks for none). An unknown
-topic is UNKNOWN_TOPIC_OR_PARTITION (by name) or UNKNOWN_TOPIC_ID (by id,
-v10+); the router may have asked the controller to create it meanwhile
-(``broker.auto_topics``). The broker list is never empty (librdkafka
-gives up on a cluster that answers none): before any broker is known this
-broker lists itself. The controller id clients see is this broker, which
-forwards controller-bound requests (Kafka's KRaft brokers do the same).
+topic is UNKNOWN_TOPIC_OR_PARTITION (by name; INVALID_TOPIC_EXCEPTION for a name
+no topic may have) or UNKNOWN_TOPIC_ID (by id, v10+); the router may have asked
+the controller to create it meanwhile (``broker.auto_topics``). The broker list
+is never empty (librdkafka gives up on a cluster that answers none): before any
+broker is known this broker lists itself. The controller id clients see is this
+broker, which forwards controller-bound requests (Kafka's KRaft brokers do the
+same).
 
 An answer for every topic grows with the metadata (half a second at 100,000
 partitions), so ``MetadataAnswerBuilder`` builds it a bounded number of
@@ -39,7 +40,7 @@ from quorum.controller.image import (
 )
 from quorum.controller.partition_map import items_in_order
 from quorum.controller.slicing import build_at_once
-from quorum.controller.topic_names import INTERNAL_TOPICS
+from quorum.controller.topic_names import INTERNAL_TOPICS, topic_name_problem
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     DescribeClusterRequest,
@@ -322,9 +323,10 @@ def _requested_topic(
         return by_id
     topic = image.topic(name)
     if topic is None:
-        return MetadataResponseTopic(
-            error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID
-        )
+        # Kafka's getTopicMetadata: a name no topic could have is INVALID_TOPIC_EXCEPTION
+        error = (Errors.UNKNOWN_TOPIC_OR_PARTITION if topic_name_problem(name) is None
+                 else Errors.INVALID_TOPIC_EXCEPTION)
+        return MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID)
     return topic
 
 

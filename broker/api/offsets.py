@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+import attrs
+
 from broker.replica import Partition
 from broker.replica.leader_fetch import check_leader_epoch
 from quorum.controller.image import MetadataImage
@@ -132,16 +134,26 @@ def _led(
     return error if error != Errors.NONE or partition is None else partition
 
 
+# the first ListOffsets version whose answer carries a leader epoch
+_LEADER_EPOCH_SINCE: Final = 4
+
+
 def list_offsets(
-    lookup: PartitionLookup, image: MetadataImage, request: ListOffsetsRequest
+    lookup: PartitionLookup, image: MetadataImage, request: ListOffsetsRequest,
+    version: int = _LEADER_EPOCH_SINCE,
 ) -> ListOffsetsResponse:
+    """The answer at ``version``: before v4 it has no leader epoch (left at -1, else the
+    answer could not be encoded and the connection would close)."""
     def one(topic: str, asked: ListOffsetsRequestPartition) -> ListOffsetsResponsePartition:
         led = _led(lookup, image, topic, asked.partition_index, asked.current_leader_epoch,
                    request.replica_id)
         if isinstance(led, Errors):
             return ListOffsetsResponsePartition(partition_index=asked.partition_index,
                                                 error_code=led)
-        return _list_one(led, asked, request.replica_id)
+        found = _list_one(led, asked, request.replica_id)
+        if version < _LEADER_EPOCH_SINCE:
+            found = attrs.evolve(found, leader_epoch=UNDEFINED_EPOCH)
+        return found
 
     return ListOffsetsResponse(topics=tuple(
         ListOffsetsResponseTopic(

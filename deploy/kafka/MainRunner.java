@@ -15,9 +15,16 @@
 // output ends there: a real process would have ended, though a tool that catches Throwable
 // around its exit (TopicCommand does) goes on here. A tool that throws gets exit -1 and its
 // stack trace in its stderr. Nothing else of a tool is changed.
+//
+// A command whose first word is "<PATH" gets that file as its standard input (as a shell's
+// "< PATH" would give it: kafka-console-producer reads its records there); the rest of the
+// line is the command. Without it a tool's standard input is empty.
 
 import java.io.BufferedReader;
+import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
+import java.io.FileInputStream;
+import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
@@ -78,8 +85,15 @@ public class MainRunner {
         org.slf4j.LoggerFactory.getLogger(MainRunner.class).debug("starting");
         PrintStream realOut = System.out;
         PrintStream realErr = System.err;
+        InputStream realIn = System.in;
         for (int index = 0; index < lines.size(); index++) {
             String[] words = lines.get(index).split("\t", -1);
+            InputStream toolIn = new ByteArrayInputStream(new byte[0]);
+            if (words[0].startsWith("<")) {
+                toolIn = new FileInputStream(words[0].substring(1));
+                words = Arrays.copyOfRange(words, 1, words.length);
+            }
+            System.setIn(toolIn);
             out = new ByteArrayOutputStream();
             err = new ByteArrayOutputStream();
             exitStatus = null;
@@ -95,6 +109,8 @@ public class MainRunner {
                 toolErr.flush();
                 System.setOut(realOut);
                 System.setErr(realErr);
+                System.setIn(realIn);
+                toolIn.close();
             }
             String stdout = out.toString(StandardCharsets.UTF_8);
             String stderr = err.toString(StandardCharsets.UTF_8);

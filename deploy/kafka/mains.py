@@ -21,7 +21,7 @@ from deploy.kafka.jvm import source_command, tool_command
 from deploy.kafka.resolve import KafkaDistribution
 from deploy.layout import LaunchError
 
-__all__ = ["MAIN_RUNNER", "ToolRun", "run_mains", "run_tool"]
+__all__ = ["MAIN_RUNNER", "ToolRun", "run_mains", "run_tool", "with_stdin"]
 
 MAIN_RUNNER: Final = Path(__file__).resolve().with_name("MainRunner.java")
 _MARKER: Final = "PYKRAFT-MAIN-RUNNER "
@@ -60,6 +60,12 @@ def run_tool(
     return ToolRun(command=(main_class, *args), exit_code=result.returncode,
                    stdout=result.stdout.decode(errors="replace"),
                    stderr=result.stderr.decode(errors="replace"))
+
+
+def with_stdin(path: Path, command: Sequence[str]) -> tuple[str, ...]:
+    """``command`` for ``run_mains`` with the file at ``path`` as its standard input (a
+    shell's ``< PATH``; MainRunner gives every other run an empty one)."""
+    return (f"<{path}", *command)
 
 
 def run_mains(

@@ -29,11 +29,23 @@ from typing import Final
 
 import attrs
 
+from deploy.cache_dirs import user_cache_root
 from deploy.layout import LaunchError
 
-__all__ = ["POM", "KafkaDistribution", "cache_root", "pinned_version", "resolve_kafka"]
+__all__ = [
+    "CLIENTS_POM",
+    "POM",
+    "KafkaDistribution",
+    "cache_root",
+    "pinned_version",
+    "resolve_clients",
+    "resolve_kafka",
+    "resolve_pom",
+]
 
 POM: Final = Path(__file__).resolve().with_name("pom.xml")
+# the kafka-clients 3.9.x that Spark 4.x's Kafka connector brings (see that pom)
+CLIENTS_POM: Final = Path(__file__).resolve().parent / "clients-3.9" / "pom.xml"
 _STAMP: Final = "resolved-pom.sha256"
 _MAVEN_NS: Final = "{http://maven.apache.org/POM/4.0.0}"
 # a first resolve downloads about a hundred jars
@@ -73,11 +85,7 @@ def pinned_version(pom: Path = POM) -> str:
 
 def cache_root() -> Path:
     """Where resolved Kafkas live: ``$PYKRAFT_KAFKA_CACHE``, else the user's cache dir."""
-    explicit = os.environ.get("PYKRAFT_KAFKA_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pykraft"
+    return user_cache_root("PYKRAFT_KAFKA_CACHE")
 
 
 def _digest(pom: Path) -> str:
@@ -94,8 +102,21 @@ def _maven() -> str:
 
 def resolve_kafka(pom: Path = POM, *, root: Path | None = None) -> KafkaDistribution:
     """The pinned Kafka's jars, resolved with Maven the first time for this pom."""
+    return resolve_pom(pom, name="kafka", must_bring="kafka_2.13-*.jar", root=root)
+
+
+def resolve_clients(pom: Path = CLIENTS_POM, *, root: Path | None = None) -> KafkaDistribution:
+    """The pinned kafka-clients 3.9.x (Spark's) alone, in ``kafka-clients-<version>/libs``."""
+    return resolve_pom(pom, name="kafka-clients", must_bring="kafka-clients-*.jar", root=root)
+
+
+def resolve_pom(pom: Path, *, name: str, must_bring: str,
+                root: Path | None = None) -> KafkaDistribution:
+    """The jars of ``pom`` (its ``kafka.version``) in ``ROOT/NAME-<version>/libs``, resolved
+    with Maven the first time for this pom; ``must_bring`` is a jar name pattern that a
+    good resolve always yields."""
     version = pinned_version(pom)
-    home = (root or cache_root()) / f"kafka-{version}"
+    home = (root or cache_root()) / f"{name}-{version}"
     distribution = KafkaDistribution(version=version, libs=home / "libs")
     digest = _digest(pom)
     stamp = home / _STAMP
@@ -105,8 +126,8 @@ def resolve_kafka(pom: Path = POM, *, root: Path | None = None) -> KafkaDistribu
     scratch = Path(tempfile.mkdtemp(prefix="resolving-", dir=home))
     try:
         _copy_dependencies(pom, scratch / "libs")
-        if not any((scratch / "libs").glob("kafka_2.13-*.jar")):
-            raise LaunchError(f"Maven resolved {pom} but brought no kafka_2.13 jar")
+        if not any((scratch / "libs").glob(must_bring)):
+            raise LaunchError(f"Maven resolved {pom} but brought no {must_bring}")
         stamp.unlink(missing_ok=True)
         shutil.rmtree(distribution.libs, ignore_errors=True)
         try:

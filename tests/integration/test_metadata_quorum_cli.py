@@ -39,7 +39,7 @@ def test_describe_status_prints_the_live_quorum(quiet_cluster: LocalCluster) -> 
     entries = []
     for voter in info.voters:  # in the leader's order, which the CLI keeps
         host, port = quiet_cluster.address(voter.replica_id)
-        entries.append(f'{{"id": {voter.replica_id}, "directoryId": null, '
+        entries.append(f'{{"id": {voter.replica_id}, '
                        f'"endpoints": ["CONTROLLER://{host}:{port}"]}}')
     assert sorted(v.replica_id for v in info.voters) == quiet_cluster.node_ids
     assert lines[6] == "CurrentVoters:          [" + ", ".join(entries) + "]"

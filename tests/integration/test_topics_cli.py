@@ -47,7 +47,7 @@ def test_topics_cli_creates_describes_and_reports_offline_partitions(
                      "--replication-factor", "1")
     assert (created.returncode, created.stdout) == (0, "Created topic events.\n"), created.stderr
     again = topics(cluster, "--create", "--topic", "events", "--partitions", "3")
-    assert again.returncode == 1 and "TOPIC_ALREADY_EXISTS" in again.stderr
+    assert again.returncode == 1 and "TOPIC_ALREADY_EXISTS" in again.stdout
     assert topics(cluster, "--create", "--topic", "wide", "--replication-factor", "2").returncode == 1
     assert topics(cluster, "--list").stdout == "events\n"
 

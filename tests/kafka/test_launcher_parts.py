@@ -12,7 +12,7 @@ from deploy.kafka import KafkaClusterSpec, KafkaDistribution, pinned_version, re
 from deploy.kafka.jvm import PERFORMANCE_OPTS, server_command
 from deploy.kafka.layout import node_properties, plan_nodes, write_configs
 from deploy.kafka.mains import parse_runner_output
-from deploy.kafka.resolve import POM
+from deploy.kafka.resolve import CLIENTS_POM, POM, resolve_clients
 from deploy.layout import LaunchError
 from quorum.config import parse_properties
 
@@ -97,6 +97,35 @@ def test_resolving_runs_maven_once_per_pom(tmp_path: Path,
     pom.write_text(POM.read_text() + "<!-- changed -->\n")
     resolve_kafka(pom, root=tmp_path / "cache")
     assert len(calls.read_text().splitlines()) == 2
+
+
+def test_spark_s_client_resolves_into_a_cache_of_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
+    bin_dir.mkdir()
+    _fake_maven(bin_dir, calls)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    pom = tmp_path / "pom.xml"
+    pom.write_text(CLIENTS_POM.read_text())
+    # a resolve that brings no kafka-clients jar is refused and leaves no libs behind
+    with pytest.raises(LaunchError, match="kafka-clients"):
+        resolve_clients(pom, root=tmp_path / "cache")
+    home = tmp_path / "cache" / f"kafka-clients-{pinned_version(pom)}"
+    assert not (home / "libs").exists()
+    script = bin_dir / "mvn"
+    script.write_text(script.read_text().replace("kafka_2.13-9.9.jar", "kafka-clients-9.9.jar"))
+    clients = resolve_clients(pom, root=tmp_path / "cache")
+    assert clients == resolve_clients(pom, root=tmp_path / "cache")
+    assert clients.libs == home / "libs"
+    assert [p.name for p in clients.libs.iterdir()] == ["kafka-clients-9.9.jar"]
+    assert len(calls.read_text().splitlines()) == 2  # the refused resolve, then one more
+    # the pinned Kafka's cache is another directory, untouched
+    assert not (tmp_path / "cache" / f"kafka-{pinned_version()}").exists()
+
+
+def test_the_clients_pom_pins_the_3_9_client_spark_brings() -> None:
+    version = pinned_version(CLIENTS_POM)
+    assert version.startswith("3.9."), version
 
 
 def test_the_pom_pins_one_kafka_4_release() -> None:

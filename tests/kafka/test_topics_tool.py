@@ -92,4 +92,6 @@ def test_every_known_difference_still_occurs(outputs: dict[str, list[ToolRun]]) 
     """A known difference that no case meets any more was fixed: remove it from KNOWN."""
     met = {k.name for kafka, pykraft in zip(outputs["kafka"], outputs["pykraft"], strict=True)
            for k in pending(kafka.stdout, pykraft.stdout)}
-    assert met == {k.name for k in KNOWN}
+    # KNOWN holds other tools' differences too (test_tools_admin.py checks those)
+    assert met == {"ELR fields"}
+    assert met <= {k.name for k in KNOWN}

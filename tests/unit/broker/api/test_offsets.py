@@ -5,6 +5,7 @@ from __future__ import annotations
 from broker.api.offsets import list_offsets, offsets_for_leader_epochs
 from broker.replica.partition import Partition
 from quorum.controller.image import EMPTY_IMAGE
+from quorum.wire.codec import encode
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     ListOffsetsRequest,
@@ -93,3 +94,21 @@ def test_offset_for_leader_epoch_answers_where_an_epoch_ends() -> None:
     current, fenced = answer.topics[0].partitions
     assert (current.error_code, current.leader_epoch, current.end_offset) == (Errors.NONE, 1, 2)
     assert fenced.error_code == Errors.FENCED_LEADER_EPOCH
+
+
+def test_an_answer_before_v4_has_no_leader_epoch_so_it_can_be_encoded() -> None:
+    # found by the differential tests (tests/kafka/differential): ListOffsets v1-3 of the
+    # latest offset carried the leader epoch, a field those versions lack, and the broker
+    # closed the connection instead of answering
+    partition = _led([100])
+    request = ListOffsetsRequest(replica_id=-1, topics=(ListOffsetsRequestTopic(
+        name=TOPIC, partitions=(ListOffsetsRequestPartition(partition_index=0, timestamp=-1),),
+    ),))
+    for version in (1, 2, 3):
+        answer = list_offsets(lambda topic, index: partition, EMPTY_IMAGE, request, version)
+        assert answer.topics[0].partitions[0].offset == 1
+        assert answer.topics[0].partitions[0].leader_epoch == -1
+        assert isinstance(encode(answer, version), bytes)
+    latest = list_offsets(lambda topic, index: partition, EMPTY_IMAGE, request, 4)
+    assert latest.topics[0].partitions[0].leader_epoch == 1
+    assert isinstance(encode(latest, 4), bytes)

@@ -1,0 +1,241 @@
+"""Differences between Kafka's and pykraft's answers that are real and known.
+
+Not normalisation (``tests.kafka.normalise_fields`` holds what legitimately differs): each
+entry is a way pykraft answers otherwise than Kafka 4.4.0, with what pykraft lacks or why it
+answers so, and the corpus cases and response paths where it shows. A difference of a case
+is forgiven only by an entry whose ``cases`` and ``paths`` patterns (regular expressions,
+matched whole) both match it; an entry that no case meets any more fails
+``test_every_known_difference_still_occurs``, so a fixed difference leaves this table.
+docs/compat.md lists them (``python -m tests.kafka.differential.report``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import attrs
+
+from .compare import Difference
+
+__all__ = ["FIXED", "KNOWN", "Fixed", "Known", "explain"]
+
+
+@attrs.frozen
+class Known:
+    name: str
+    why: str
+    cases: str  # regular expression over case ids (name@vN)
+    paths: str  # regular expression over difference paths
+    where: str = ""  # the pykraft code a fix would change
+
+    def matches(self, case_id: str, difference: Difference) -> bool:
+        return bool(re.fullmatch(self.cases, case_id) and re.fullmatch(self.paths,
+                                                                         difference.path))
+
+
+KNOWN: Final = (
+    Known(
+        "versions Kafka 4 removed",
+        "pykraft still serves versions that Kafka 4.0 removed (KIP-896), for older clients: "
+        "CreateTopics v0-1, DescribeConfigs v0 and DescribeLogDirs v0 on the broker "
+        "listener (and DeleteTopics v0, AlterPartition v0-1 on the controller listener); "
+        "Kafka closes the connection on them. See the ApiVersions tables.",
+        r"create-topics@v[01]|(describe-configs-topic|describe-log-dirs)@v0",
+        r"\[0\]",
+        "quorum/wire/apis.py (CLIENT_LISTENER_VERSIONS)",
+    ),
+    Known(
+        "ApiVersions tables and features",
+        "the tables differ by design (pykraft serves a subset of Kafka's APIs and versions: "
+        "the tables side by side are above) and pykraft has no feature levels "
+        "(metadata.version, kraft.version, ...: no supported or finalized features); an "
+        "ApiVersions request of an unknown version gets Kafka's v0 answer listing "
+        "ApiVersions alone, pykraft's listing its whole table (KIP-511 allows both)",
+        r"api-versions(-controller)?(-unknown-version)?@v\d+",
+        r"\[0\]\.message\.(api_keys|supported_features|finalized_features"
+        r"|finalized_features_epoch)(\.len|\[\d+\]\..*)?",
+        "quorum/node/local_answers.py",
+    ),
+    Known(
+        "ApiVersions client software name",
+        "pykraft does not check KIP-511's client_software_name and client_software_version "
+        "(Kafka answers INVALID_REQUEST, 42, with no table to a name that is empty or not "
+        "[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?); the answer is built outside the "
+        "broker API handlers",
+        r"api-versions-bad-software-name@v[34]",
+        r"\[0\]\.message\.(error_code|api_keys\.len|api_keys\[\d+\]\..*)",
+        "quorum/node/local_answers.py (ListenerApis.answer_common)",
+    ),
+    Known(
+        "a batch cut short",
+        "a Produce whose records hold no whole batch (the batch declares more bytes than "
+        "were sent): Kafka's ProduceRequest.validateRecords finds no batch and answers "
+        "INVALID_RECORD (87), pykraft CORRUPT_MESSAGE (2); both write nothing",
+        r"produce-truncated-batch@v\d+",
+        r"\[0\]\.message\.responses\[0\]\.partition_responses\[0\]\.error_code",
+        "broker/replica/append.py (check_produced_batch)",
+    ),
+    Known(
+        "fetch error partitions",
+        "a Fetch partition answered with an error: Kafka sends -1 for the high watermark, "
+        "last stable and log start offsets and an empty aborted-transactions list; pykraft "
+        "sends the partition's offsets (out of range) and a null list (unknown partition)",
+        r"fetch-(out-of-range|unknown-topic|unknown-partition)@v\d+",
+        r"\[0\]\.message\.responses\[0\]\.partitions\[0\]\.(high_watermark|last_stable_offset"
+        r"|log_start_offset|aborted_transactions)",
+        "broker/replica (the fetch answer of an error partition)",
+    ),
+    Known(
+        "fetching from followers (KIP-392)",
+        "Kafka serves a consumer's Fetch v11+ at a follower (up to the high watermark); "
+        "pykraft serves consumers at the leader only and answers NOT_LEADER_OR_FOLLOWER",
+        r"fetch-follower@v1[1-9]",
+        r"\[0\]\.message\.responses\[0\]\.partitions\[0\]\.(error_code|high_watermark"
+        r"|last_stable_offset|log_start_offset|records)",
+        "broker/replica (fetch at a follower)",
+    ),
+    Known(
+        "leader epoch of the earliest offset",
+        "ListOffsets EARLIEST (v4+): Kafka answers the leader epoch of the log start offset "
+        "(from its leader epoch cache), pykraft -1: the log's epoch cache is not reachable "
+        "from the ListOffsets handler",
+        r"list-offsets-earliest(-after-delete)?@v[4-9]",
+        r"\[0\]\.message\.topics\[0\]\.partitions\[0\]\.leader_epoch",
+        "broker/api/offsets.py with an epoch lookup in broker/replica",
+    ),
+    Known(
+        "broker configs",
+        "DescribeConfigs of a broker: pykraft does not list num.partitions (a read-only "
+        "broker config there) and answers log.retention.ms with its effective value where "
+        "Kafka answers null (unset: log.retention.hours applies)",
+        r"describe-configs-broker@v\d+",
+        r"\[0\]\.message\.results\[0\]\.configs(\.len|\[\d+\]\..*)",
+        "broker/api/configs.py",
+    ),
+    Known(
+        "topic configs",
+        "CreateTopics v5 lists every topic config with its value: Kafka 4.4 lists 37, "
+        "pykraft the 33 it knows (no errors.deadletterqueue.*, no remote storage configs)",
+        r"create-topics(-validate-only)?@v5",
+        r"\[0\]\.message\.topics\[0\]\.configs(\.len|\[\d+\]\..*)",
+        "quorum/controller/topic_configs.py",
+    ),
+    Known(
+        "quorum directory ids",
+        "DescribeQuorum v2 carries each replica's directory id (KIP-853); pykraft's "
+        "quorum is static (kraft.version 0) and has none (zero)",
+        r"describe-quorum@v2",
+        r"\[0\]\.message\.topics\[0\]\.partitions\[0\]\.(current_voters|observers)\[\d+\]"
+        r"\.replica_directory_id",
+        "quorum (KIP-853 dynamic quorums)",
+    ),
+    Known(
+        "DescribeQuorum of another partition",
+        "DescribeQuorum for a partition other than __cluster_metadata-0: Kafka echoes the "
+        "asked topic name with leader 0, epoch 0, high watermark 0 and no nodes; pykraft "
+        "names __cluster_metadata with -1 and lists its nodes (the error code, "
+        "UNKNOWN_TOPIC_OR_PARTITION, agrees)",
+        r"describe-quorum(-controller)?-unknown-topic@v\d+",
+        r"\[0\]\.message\.(topics\[0\]\.topic_name|topics\[0\]\.partitions\[0\]\."
+        r"(leader_id|leader_epoch|high_watermark)|nodes(\.len|\[\d+\]\..*))",
+        "quorum/describe.py",
+    ),
+    Known(
+        "IncrementalAlterConfigs of an unknown operation",
+        "an operation code outside 0-3: Kafka answers UNKNOWN_SERVER_ERROR (-1), pykraft "
+        "INVALID_REQUEST (42), which names the client's mistake",
+        r"incremental-alter-configs-bad-op@v\d+",
+        r"\[0\]\.message\.responses\[0\]\.error_code",
+        "quorum/controller (deliberate)",
+    ),
+    Known(
+        "transactions",
+        "pykraft has no transaction coordinator: FindCoordinator for a transactional id and "
+        "InitProducerId with one answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53)",
+        r"(find-coordinator-transaction|init-producer-id-transactional"
+        r"|init-producer-id-bad-timeout)@v\d+",
+        r"\[0\]\.message\.(error_code|node_id|host|port|coordinators\[0\]\."
+        r"(error_code|node_id|host|port))",
+        "broker (transactions are not implemented)",
+    ),
+    Known(
+        "JoinGroup protocol name of a refusal",
+        "a JoinGroup v7+ answer without a generation (MEMBER_ID_REQUIRED, an error): Kafka "
+        "sends a null protocol name, pykraft an empty one",
+        r"(group-round|join-group-[a-z-]+)@v[7-9]",
+        r"\[0\]\.message\.protocol_name",
+        "broker/group (the JoinGroup answer)",
+    ),
+    Known(
+        "LeaveGroup of an unknown member",
+        "LeaveGroup v3+ naming a member the group lacks: Kafka answers the request with no "
+        "error and the member with UNKNOWN_MEMBER_ID; pykraft the whole request with "
+        "UNKNOWN_MEMBER_ID and no members",
+        r"leave-group-unknown-member@v[3-9]",
+        r"\[0\]\.message\.(error_code|members(\.len|\[\d+\]\..*))",
+        "broker/group (LeaveGroup)",
+    ),
+    Known(
+        "OffsetCommit to an unknown topic",
+        "Kafka 4.4's coordinator refuses a commit for a topic that does not exist "
+        "(UNKNOWN_TOPIC_OR_PARTITION per partition); pykraft stores it",
+        r"offset-commit-unknown-topic@v\d+",
+        r"\[0\]\.message\.topics\[0\]\.partitions\[0\]\.error_code",
+        "broker/group (OffsetCommit)",
+    ),
+    Known(
+        "Raft answers' node endpoints",
+        "BeginQuorumEpoch and EndQuorumEpoch v1 answers carry the leader's endpoints "
+        "(KIP-853) in Kafka; pykraft's carry none",
+        r"(begin|end)-quorum-epoch-[a-z-]+@v1",
+        r"\[0\]\.message\.node_endpoints(\.len|\[\d+\]\..*)",
+        "quorum/raft",
+    ),
+    Known(
+        "Raft Fetch of another cluster",
+        "a Fetch on the controller listener with a foreign cluster id: Kafka answers "
+        "INCONSISTENT_CLUSTER_ID (104), pykraft INVALID_REQUEST (42)",
+        r"raft-fetch-unknown-cluster@v\d+",
+        r"\[0\]\.message\.error_code",
+        "quorum/raft (the Fetch handler of the controller listener)",
+    ),
+)
+
+
+@attrs.frozen
+class Fixed:
+    """A difference the corpus found that was fixed, and the test that keeps it fixed."""
+
+    name: str
+    what: str
+    test: str
+
+
+FIXED: Final = (
+    Fixed(
+        "ListOffsets v1-3 closed the connection",
+        "the answer to LATEST carried the leader epoch, a field v1-3 lack: the broker could "
+        "not encode it and closed the connection; now the epoch is left out before v4",
+        "tests/unit/broker/api/test_offsets.py::"
+        "test_an_answer_before_v4_has_no_leader_epoch_so_it_can_be_encoded",
+    ),
+    Fixed(
+        "Produce v0-2 appended their records",
+        "Kafka 4 advertises Produce from v0 (for older librdkafka) but parses v3+ only and "
+        "closes the connection on v0-2; pykraft appended the batch. Now it closes too and "
+        "writes nothing",
+        "tests/unit/broker/test_router_produce_versions.py",
+    ),
+    Fixed(
+        "Metadata for an illegal topic name",
+        "Kafka answers INVALID_TOPIC_EXCEPTION (17) for a name no topic may have (bad "
+        "characters, too long, '.' or '..'), pykraft answered UNKNOWN_TOPIC_OR_PARTITION",
+        "tests/unit/broker/api/test_metadata_topic_names.py",
+    ),
+)
+
+
+def explain(case_id: str, difference: Difference) -> Known | None:
+    """The known difference that covers this one, if any."""
+    return next((k for k in KNOWN if k.matches(case_id, difference)), None)
