@@ -1,5 +1,9 @@
 """Unmodified third-party Kafka clients against a real cluster (real processes, loopback).
 
+kafka-python, aiokafka and confluent-kafka run in this process; kafkajs runs in Node
+(``kafkajs/bridge.js``, the pinned version installed on first use outside the repo by
+``kafkajs_install``; node and npm must be on PATH).
+
 One cluster per module: three controllers and three brokers with the shared
 short-timeout test profile. Tests create topics of their own names, so they
 do not disturb one another. A failing test gets every node's log tail.
