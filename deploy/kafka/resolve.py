@@ -35,17 +35,20 @@ from deploy.layout import LaunchError
 __all__ = [
     "CLIENTS_POM",
     "POM",
+    "SHELL_POM",
     "KafkaDistribution",
     "cache_root",
     "pinned_version",
     "resolve_clients",
     "resolve_kafka",
     "resolve_pom",
+    "resolve_shell",
 ]
 
 POM: Final = Path(__file__).resolve().with_name("pom.xml")
 # the kafka-clients 3.9.x that Spark 4.x's Kafka connector brings (see that pom)
 CLIENTS_POM: Final = Path(__file__).resolve().parent / "clients-3.9" / "pom.xml"
+SHELL_POM: Final = Path(__file__).resolve().parent / "shell" / "pom.xml"
 _STAMP: Final = "resolved-pom.sha256"
 _MAVEN_NS: Final = "{http://maven.apache.org/POM/4.0.0}"
 # a first resolve downloads about a hundred jars
@@ -110,6 +113,12 @@ def resolve_clients(pom: Path = CLIENTS_POM, *, root: Path | None = None) -> Kaf
     return resolve_pom(pom, name="kafka-clients", must_bring="kafka-clients-*.jar", root=root)
 
 
+def resolve_shell(pom: Path = SHELL_POM, *, root: Path | None = None) -> KafkaDistribution:
+    """Kafka's metadata shell (kafka-shell, pinned apart: see its pom) in
+    ``kafka-shell-<version>/libs``."""
+    return resolve_pom(pom, name="kafka-shell", must_bring="kafka-shell-*.jar", root=root)
+
+
 def resolve_pom(pom: Path, *, name: str, must_bring: str,
                 root: Path | None = None) -> KafkaDistribution:
     """The jars of ``pom`` (its ``kafka.version``) in ``ROOT/NAME-<version>/libs``, resolved
@@ -159,8 +168,12 @@ def _copy_dependencies(pom: Path, into: Path) -> None:
 
 
 def main() -> int:
+    """Resolve every pinned pom (the Kafka release, Spark's kafka-clients, the metadata
+    shell) so that the kafka layer's time is its tests'; print the Kafka release's libs."""
     try:
         distribution = resolve_kafka()
+        resolve_clients()
+        resolve_shell()
     except LaunchError as problem:
         print(problem, file=sys.stderr)
         return 1
