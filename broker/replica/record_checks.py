@@ -10,6 +10,15 @@ checks_records``; Kafka reads every record of every batch):
   more than ``message.timestamp.before.max.ms`` before the broker's clock or
   more than ``message.timestamp.after.max.ms`` after it: INVALID_TIMESTAMP.
 
+Kafka 4.4's default ``message.timestamp.after.max.ms`` is one hour, so the
+timestamp rule applies to nearly every topic. When it is the only rule that
+can refuse (no compaction, no ``before`` bound), the batch header's
+``maxTimestamp`` decides first: at or below the bound, no record can be above
+it and nothing is decoded (the header is CRC-checked; Kafka's clients write
+the largest record timestamp there, and Kafka itself rewrites it on append);
+only a batch whose header is above the bound is read record by record, to
+name the faulty records.
+
 A record's key rule comes first, then its timestamp (one error per record).
 Any error refuses the whole batch and nothing of it is appended; the answer
 lists every faulty record by its index in the batch (Produce v8+
@@ -22,7 +31,8 @@ from __future__ import annotations
 
 import attrs
 
-from broker.replica.config import TopicConfig
+from broker.replica.config import LONG_MAX, TopicConfig
+from quorum.wire.batch import BatchHeader
 from quorum.wire.error_codes import Errors
 from quorum.wire.errors import CorruptRecordError
 from quorum.wire.messages.produce import ProduceResponseRecordError
@@ -66,6 +76,17 @@ def _summary(errors: list[tuple[Errors, ProduceResponseRecordError]]) -> Records
     )
 
 
+def _below_the_bound_by_header(
+    records: bytes | bytearray | memoryview, config: TopicConfig, now_ms: int
+) -> bool:
+    """Whether the header alone shows every record within the only bound that applies."""
+    only_after = (not config.compacted and not config.log_append_time
+                  and config.timestamp_before_max_ms == LONG_MAX)
+    if not only_after:
+        return False
+    return BatchHeader.parse(records).max_timestamp <= now_ms + config.timestamp_after_max_ms
+
+
 def check_records(
     records: bytes | bytearray | memoryview,
     config: TopicConfig,
@@ -74,6 +95,8 @@ def check_records(
 ) -> RecordsRefused | None:
     """Why the one batch in ``records`` (its header already checked) is refused, or None."""
     if not config.checks_records:
+        return None
+    if _below_the_bound_by_header(records, config, now_ms):
         return None
     try:
         batch = decode_batch(records)

@@ -5,8 +5,10 @@ Checked against apache/kafka's ``LogConfig`` (the topic ``ConfigDef``),
 key that is each config's cluster default, the first synonym),
 ``CompressionType`` (codec levels) and ``ThrottledReplicaListValidator``.
 Kafka 4.0 removed ``message.format.version`` and
-``message.downconversion.enable``; ``remote.copy.lag.ms`` / ``.bytes``
-(KIP-1241) are not in a 4.x release, so none of them is here.
+``message.downconversion.enable``, so neither is here; the 37 below are the
+non-internal names of Kafka 4.4.0's ``LogConfig.configDefCopy()`` (read from
+the jar, with ``ServerTopicConfigSynonyms`` for their broker keys; 4.4 made
+``message.timestamp.after.max.ms`` default to one hour).
 
 A value is checked in Kafka's order: its type (``Not a number of type
 LONG``), then its range or valid strings (Kafka's ``Range`` and
@@ -20,7 +22,10 @@ reason, never accepted and ignored: ``compression.type`` other than
 ``flush.messages`` / ``flush.ms`` other than their default (never: brokers
 do not fsync data partitions on a schedule), ``preallocate=true``,
 ``remote.storage.enable=true`` (Kafka's own answer when tiered storage is
-off in the broker).
+off in the broker), ``errors.deadletterqueue.group.enable=true`` (pykraft has
+no share groups, whose dead-letter queue it marks), and a
+``max.decompressed.message.bytes`` other than its default (pykraft bounds
+every batch's decompression at 64 MiB server-wide and has no per-topic bound).
 """
 
 from __future__ import annotations
@@ -142,6 +147,24 @@ def _no_remote_storage(value: object) -> str | None:
     )
 
 
+def _no_share_groups(value: object) -> str | None:
+    if value is not True:
+        return None
+    return "pykraft has no share groups (KIP-932), whose dead-letter queues this marks"
+
+
+_MAX_DECOMPRESSED_DEFAULT: Final = 2_147_483_639
+
+
+def _no_topic_decompression_bound(value: object) -> str | None:
+    if value == _MAX_DECOMPRESSED_DEFAULT:
+        return None
+    return (
+        "pykraft bounds the decompression of every batch at 64 MiB for the whole broker and "
+        "has no per-topic bound; only the default is supported"
+    )
+
+
 def _def(
     name: str, kind: ConfigKind, default: str, broker_key: str | None, doc: str, **rest: Any
 ) -> TopicConfigDef:
@@ -171,6 +194,9 @@ _DEFS: Final = (
          "The zstd level used when compression.type is zstd.", minimum=-131072, maximum=22),
     _def("delete.retention.ms", _L, str(_DAY_MS), "log.cleaner.delete.retention.ms",
          "How long a compacted topic keeps tombstones.", minimum=0),
+    _def("errors.deadletterqueue.group.enable", _B, "false", None,
+         "Whether share groups may use the topic as a dead-letter queue.",
+         unsupported=_no_share_groups),
     _def("file.delete.delay.ms", _L, "60000", "log.segment.delete.delay.ms",
          "Time to wait before deleting a file from the file system.", minimum=0),
     _def("flush.messages", _L, _LONG_MAX, "log.flush.interval.messages",
@@ -192,9 +218,13 @@ _DEFS: Final = (
          "Local age limit with remote storage (-2: retention.ms).", minimum=-2),
     _def("max.compaction.lag.ms", _L, _LONG_MAX, "log.cleaner.max.compaction.lag.ms",
          "Longest time a record stays uncompacted.", minimum=1),
+    _def("max.decompressed.message.bytes", _I, str(_MAX_DECOMPRESSED_DEFAULT),
+         "max.decompressed.message.bytes",
+         "Largest decompressed size of a record batch, in bytes.", minimum=1,
+         maximum=_MAX_DECOMPRESSED_DEFAULT, unsupported=_no_topic_decompression_bound),
     _def("max.message.bytes", _I, str(1024 * 1024 + 12), "message.max.bytes",
          "Largest record batch the topic accepts, in bytes.", minimum=0),
-    _def("message.timestamp.after.max.ms", _L, _LONG_MAX,
+    _def("message.timestamp.after.max.ms", _L, "3600000",
          "log.message.timestamp.after.max.ms",
          "How far after the broker's clock a CreateTime timestamp may be.", minimum=0),
     _def("message.timestamp.before.max.ms", _L, _LONG_MAX, "log.message.timestamp.before.max.ms",
@@ -210,6 +240,11 @@ _DEFS: Final = (
          "ISR size below which acks=all produces fail with NOT_ENOUGH_REPLICAS.", minimum=1),
     _def("preallocate", _B, "false", "log.preallocate",
          "Whether new segment files are preallocated.", unsupported=_no_preallocation),
+    _def("remote.copy.lag.bytes", _L, "-1", "log.remote.copy.lag.bytes",
+         "With remote storage: bytes a segment may wait before it is copied (-1: none).",
+         minimum=-1),
+    _def("remote.copy.lag.ms", _L, "0", "log.remote.copy.lag.ms",
+         "With remote storage: time a segment may wait before it is copied.", minimum=-1),
     _def("remote.log.copy.disable", _B, "false", None,
          "With remote storage: stop copying segments to it."),
     _def("remote.log.delete.on.disable", _B, "false", None,

@@ -85,7 +85,44 @@ def _producer_id(value: Any, _cluster: Cluster) -> Any:
     return "<producer-id>" if isinstance(value, int) and value >= 0 else value
 
 
+_DEFAULT_SOURCES: Final = frozenset({3, 4, 5})  # dynamic/static broker config, Kafka's default
+_TOPIC_CONFIG: Final = 1
+
+
+def _own_default_min_isr(value: Any, _cluster: Cluster) -> Any:
+    """CreateTopics v5 topics with each side's own default ``min.insync.replicas`` entry
+    (Kafka: 1 from the broker default; pykraft: a majority of the replication factor, set
+    on the topic) made equal; any other value or source is left to be compared."""
+    if not isinstance(value, tuple):
+        return value
+    topics = []
+    for topic in value:
+        configs = getattr(topic, "configs", None)
+        if not configs:
+            topics.append(topic)
+            continue
+        majority = str(topic.replication_factor // 2 + 1)
+        fixed = tuple(
+            attrs.evolve(c, value="<own default>", config_source=-1)
+            if c.name == "min.insync.replicas"
+            and ((c.value == "1" and c.config_source in _DEFAULT_SOURCES)
+                 or (c.value == majority and c.config_source == _TOPIC_CONFIG))
+            else c
+            for c in configs)
+        topics.append(attrs.evolve(topic, configs=fixed))
+    return tuple(topics)
+
+
 RULES: Final = (
+    FieldRule(
+        "each side's default min.insync.replicas",
+        "pykraft gives a new topic min.insync.replicas = a majority of its replication factor "
+        "as a topic config (docs/design.md: safer than Kafka's 1), where Kafka reports its "
+        "broker default 1; an explicitly set value, or any other, is still compared",
+        frozenset({"topics"}),
+        _own_default_min_isr,
+        within=frozenset({"CreateTopicsResponse"}),
+    ),
     FieldRule(
         "throttle time",
         "quota throttling reflects each broker's own load and quotas at the moment",

@@ -13,6 +13,9 @@ import uuid
 import attrs
 
 from quorum.wire.messages import (
+    CreateTopicsResponse,
+    CreateTopicsResponseConfig,
+    CreateTopicsResponseTopic,
     DescribeQuorumResponse,
     DescribeQuorumResponsePartition,
     DescribeQuorumResponseReplicaState,
@@ -168,3 +171,20 @@ def test_known_differences_are_named_narrowly() -> None:
 def _error_produce(code: int) -> ProduceResponse:
     return ProduceResponse(responses=(ProduceResponseTopic(name="t", partition_responses=(
         ProduceResponsePartition(index=0, error_code=code, base_offset=-1),)),))
+
+
+def _created(rf: int, min_isr: str, source: int) -> CreateTopicsResponse:
+    return CreateTopicsResponse(topics=(CreateTopicsResponseTopic(
+        name="t", error_code=0, num_partitions=1, replication_factor=rf, configs=(
+            CreateTopicsResponseConfig(name="min.insync.replicas", value=min_isr,
+                                       config_source=source),
+        )),))
+
+
+def test_each_sides_default_min_isr_is_equal_but_a_wrong_one_is_reported() -> None:
+    # Kafka's broker default 1 against pykraft's majority of RF 3, set on the topic
+    assert _diff(_created(3, "1", 5), _created(3, "2", 1)) == []
+    # pykraft answering 3 (all replicas) for RF 3 is not its default: reported
+    assert "value" in " ".join(_diff(_created(3, "1", 5), _created(3, "3", 1)))
+    # an explicitly set value is compared as it is
+    assert _diff(_created(3, "3", 1), _created(3, "2", 1)) != []

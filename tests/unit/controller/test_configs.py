@@ -64,7 +64,9 @@ def alter(
 def test_the_known_topic_configs_have_kafkas_defaults() -> None:
     defaults = {name: d.default for name, d in TOPIC_CONFIGS.items()}
     long_max = "9223372036854775807"
-    # apache/kafka 4.x LogConfig's topic ConfigDef, with ServerLogConfigs' defaults
+    # Kafka 4.4.0's LogConfig.configDefCopy() (its 37 non-internal names, read from the jar),
+    # with ServerLogConfigs' defaults
+    assert len(defaults) == 37
     assert defaults == {
         "cleanup.policy": "delete",
         "compression.gzip.level": "-1",
@@ -72,6 +74,7 @@ def test_the_known_topic_configs_have_kafkas_defaults() -> None:
         "compression.type": "producer",
         "compression.zstd.level": "3",
         "delete.retention.ms": "86400000",
+        "errors.deadletterqueue.group.enable": "false",
         "file.delete.delay.ms": "60000",
         "flush.messages": long_max,
         "flush.ms": long_max,
@@ -81,14 +84,17 @@ def test_the_known_topic_configs_have_kafkas_defaults() -> None:
         "local.retention.bytes": "-2",
         "local.retention.ms": "-2",
         "max.compaction.lag.ms": long_max,
+        "max.decompressed.message.bytes": "2147483639",
         "max.message.bytes": "1048588",
-        "message.timestamp.after.max.ms": long_max,
+        "message.timestamp.after.max.ms": "3600000",
         "message.timestamp.before.max.ms": long_max,
         "message.timestamp.type": "CreateTime",
         "min.cleanable.dirty.ratio": "0.5",
         "min.compaction.lag.ms": "0",
         "min.insync.replicas": "1",
         "preallocate": "false",
+        "remote.copy.lag.bytes": "-1",
+        "remote.copy.lag.ms": "0",
         "remote.log.copy.disable": "false",
         "remote.log.delete.on.disable": "false",
         "remote.storage.enable": "false",

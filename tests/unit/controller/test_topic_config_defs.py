@@ -61,6 +61,13 @@ CASES = [
     ("preallocate", "false", None),
     ("preallocate", "maybe", "Expected value to be either true or false"),
     ("remote.log.copy.disable", "true", None),
+    ("remote.copy.lag.bytes", "-1", None),
+    ("remote.copy.lag.bytes", "-2", "Value must be at least -1"),
+    ("remote.copy.lag.ms", "60000", None),
+    ("errors.deadletterqueue.group.enable", "false", None),
+    ("max.decompressed.message.bytes", "2147483639", None),
+    ("max.decompressed.message.bytes", "0", "Value must be at least 1"),
+    ("max.decompressed.message.bytes", "2147483640", "Value must be no more than 2147483639"),
     ("remote.log.delete.on.disable", "true", None),
     ("remote.storage.enable", "false", None),
     ("retention.ms", "0", None),
@@ -79,6 +86,8 @@ UNSUPPORTED = [
     ("flush.messages", "1", "does not fsync data partitions"),
     ("flush.ms", "1000", "does not fsync data partitions"),
     ("remote.storage.enable", "true", "Tiered Storage functionality is disabled in the broker"),
+    ("errors.deadletterqueue.group.enable", "true", "pykraft has no share groups"),
+    ("max.decompressed.message.bytes", "1048576", "has no per-topic bound"),
 ]
 
 
@@ -113,8 +122,10 @@ def _alter(world: World, kind: int, name: str, key: str, value: str) -> tuple[in
 
 
 def test_the_table_is_kafkas_4x_topic_config_list() -> None:
-    # LogConfig's topic ConfigDef in apache/kafka 4.x, without its internal key
-    assert len(TOPIC_CONFIGS) == 33
+    # Kafka 4.4.0's LogConfig.configDefCopy(), without its internal key
+    # (internal.segment.bytes)
+    assert len(TOPIC_CONFIGS) == 37
+    assert "internal.segment.bytes" not in TOPIC_CONFIGS
     assert "message.format.version" not in TOPIC_CONFIGS  # removed in Kafka 4.0
     assert "message.downconversion.enable" not in TOPIC_CONFIGS  # removed in Kafka 4.0
 

@@ -11,7 +11,7 @@ from quorum.wire.compression import Compression
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import ProduceRequest
 from quorum.wire.messages.produce import ProduceRequestPartition, ProduceRequestTopic
-from quorum.wire.records import build_batch_from_values
+from quorum.wire.records import Record, build_batch, build_batch_from_values
 
 from .helpers import TOPIC, assignment, new_partition
 
@@ -112,3 +112,21 @@ def test_the_produce_answer_carries_the_record_errors_and_the_message() -> None:
     assert part.error_code == Errors.INVALID_RECORD
     assert [e.batch_index for e in part.record_errors] == [0]
     assert part.error_message is not None and "record errors" in part.error_message
+
+
+HOUR_MS = 3_600_000
+
+
+def test_kafka_4_4s_default_refuses_records_more_than_an_hour_ahead() -> None:
+    # the broker's defaults (message.timestamp.after.max.ms one hour, no before bound)
+    partition = _leader(TopicConfig(min_insync_replicas=1, timestamp_after_max_ms=HOUR_MS))
+    now = 10 * HOUR_MS
+    fine = build_batch_from_values([b"a", b"b"], timestamp=now + HOUR_MS)
+    assert append_to_leader(partition, fine, acks=1, now_ms=now).error == Errors.NONE
+    ahead = build_batch([Record(offset_delta=0, timestamp_delta=0, value=b"now"),
+                         Record(offset_delta=1, timestamp_delta=HOUR_MS + 1, value=b"later")],
+                        base_timestamp=now)
+    result = append_to_leader(partition, ahead, acks=1, now_ms=now)
+    assert result.error == Errors.INVALID_TIMESTAMP
+    assert [e.batch_index for e in result.record_errors] == [1]
+    assert partition.log.log_end_offset == 2, "nothing of the refused batch is appended"
