@@ -37,6 +37,7 @@ from broker.api.groups import (
     GROUP_APIS,
     GROUP_COORDINATOR_APIS,
     OffsetsTopicCreator,
+    commit_known_topics,
     find_coordinator,
 )
 from broker.api.log_dirs import describe_log_dirs
@@ -60,6 +61,7 @@ from quorum.wire.messages import (
     DescribeLogDirsRequest,
     ListOffsetsRequest,
     MetadataRequest,
+    OffsetCommitRequest,
     OffsetForLeaderEpochRequest,
     is_old_message_format,
 )
@@ -275,7 +277,13 @@ class BrokerRouter(ListenerRouter):
         # answered when the coordinator says (a JoinGroup waits for the rebalance); the next
         # requests of the connection are read meanwhile and answered in order
         host = conn.peer.rsplit(":", 1)[0]  # Kafka shows the address as InetAddress does: "/host"
-        self._groups.handle(conn.new_slot(header), header, message, client_host=f"/{host}")
+        slot = conn.new_slot(header)
+        if isinstance(message, OffsetCommitRequest):
+            known, answer_to = commit_known_topics(self._image(), message, slot)
+            if known is not None:
+                self._groups.handle(answer_to, header, known, client_host=f"/{host}")
+            return
+        self._groups.handle(slot, header, message, client_host=f"/{host}")
 
     async def _common(self, version: int, message: Any) -> Any:
         return await self.apis.answer_common(

@@ -22,12 +22,18 @@ image with the leader's endpoint on the listener the request came in on
 
 v0-3 carry one key, v4+ a list (KIP-699); each answer carries Kafka's error
 message text (``Errors.NONE`` reads "NONE").
+
+OffsetCommit of a topic this broker's image does not hold is answered
+UNKNOWN_TOPIC_OR_PARTITION for its partitions before the coordinator sees the
+request (``KafkaApis.handleOffsetCommitRequest``); the coordinator commits the
+rest, and the two parts make one answer (``commit_known_topics``).
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final, Protocol
 
+import attrs
 import trio
 
 from broker.api.forwarding import ControllerForwarder
@@ -43,6 +49,10 @@ from quorum.wire.messages import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     FindCoordinatorResponseCoordinator,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
 )
 
 __all__ = [
@@ -51,6 +61,7 @@ __all__ = [
     "KEY_TYPE_GROUP",
     "KEY_TYPE_TRANSACTION",
     "OffsetsTopicCreator",
+    "commit_known_topics",
     "find_coordinator",
 ]
 
@@ -177,3 +188,48 @@ def _refused(
         error_code=error,
         error_message=message or _message(error),
     )
+
+
+class Answerable(Protocol):
+    """Where an answer goes: a connection's response slot, or a wrapper of one (hashable:
+    the coordinator keys its waiting requests by it)."""
+
+    def complete(self, response: Any) -> None: ...
+
+    def __hash__(self) -> int: ...
+
+
+class TopicLookup(Protocol):
+    def topic(self, name: str) -> object | None: ...
+
+
+class _WithUnknownTopics:
+    """A response slot that adds the unknown topics' answers to the coordinator's."""
+
+    def __init__(self, slot: Answerable, unknown: tuple[OffsetCommitResponseTopic, ...]) -> None:
+        self._slot = slot
+        self._unknown = unknown
+
+    def complete(self, response: OffsetCommitResponse) -> None:
+        self._slot.complete(attrs.evolve(response, topics=response.topics + self._unknown))
+
+
+def commit_known_topics(
+    image: TopicLookup, request: OffsetCommitRequest, slot: Answerable
+) -> tuple[OffsetCommitRequest | None, Answerable]:
+    """(what the coordinator commits, the slot its answer goes to): the topics ``image``
+    holds, and a slot that adds UNKNOWN_TOPIC_OR_PARTITION for the others. No topic known:
+    (None, the slot), and the slot is already answered."""
+    unknown = tuple(
+        OffsetCommitResponseTopic(name=t.name, partitions=tuple(
+            OffsetCommitResponsePartition(partition_index=p.partition_index,
+                                          error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION)
+            for p in t.partitions))
+        for t in request.topics if image.topic(t.name) is None)
+    if not unknown:
+        return request, slot
+    known = tuple(t for t in request.topics if image.topic(t.name) is not None)
+    if not known:
+        slot.complete(OffsetCommitResponse(topics=unknown))
+        return None, slot
+    return attrs.evolve(request, topics=known), _WithUnknownTopics(slot, unknown)

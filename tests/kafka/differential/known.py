@@ -169,14 +169,6 @@ KNOWN: Final = (
         "broker/group (LeaveGroup)",
     ),
     Known(
-        "OffsetCommit to an unknown topic",
-        "Kafka 4.4's coordinator refuses a commit for a topic that does not exist "
-        "(UNKNOWN_TOPIC_OR_PARTITION per partition); pykraft stores it",
-        r"offset-commit-unknown-topic@v\d+",
-        r"\[0\]\.message\.topics\[0\]\.partitions\[0\]\.error_code",
-        "broker/group (OffsetCommit)",
-    ),
-    Known(
         "Raft answers' node endpoints",
         "BeginQuorumEpoch and EndQuorumEpoch v1 answers carry the leader's endpoints "
         "(KIP-853) in Kafka; pykraft's carry none",
@@ -224,6 +216,13 @@ FIXED: Final = (
         "Kafka answers INVALID_TOPIC_EXCEPTION (17) for a name no topic may have (bad "
         "characters, too long, '.' or '..'), pykraft answered UNKNOWN_TOPIC_OR_PARTITION",
         "tests/unit/broker/api/test_metadata_topic_names.py",
+    ),
+    Fixed(
+        "OffsetCommit to an unknown topic",
+        "pykraft's coordinator stored offsets of a topic the cluster does not hold; Kafka's "
+        "KafkaApis answers UNKNOWN_TOPIC_OR_PARTITION for those partitions before its "
+        "coordinator sees the request, and now pykraft's broker does too",
+        "tests/unit/broker/api/test_commit_known_topics.py",
     ),
     Fixed(
         "Topic configs of Kafka 4.4",

@@ -17,6 +17,8 @@ from broker import BrokerNode
 from quorum.client import TrioKafkaConnection
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
+    CreateTopicsRequest,
+    CreateTopicsRequestTopic,
     FindCoordinatorRequest,
     InitProducerIdRequest,
     JoinGroupRequest,
@@ -115,6 +117,15 @@ async def commit(conn: TrioKafkaConnection, group: str, member: str, generation:
     assert answer.topics[0].partitions[0].error_code == Errors.NONE, answer
 
 
+async def create_topic(conn: TrioKafkaConnection, name: str) -> None:
+    """Through the broker, which answers once its own image holds the topic."""
+    answer = await conn.request(CreateTopicsRequest(
+        topics=(CreateTopicsRequestTopic(name=name, num_partitions=1, replication_factor=1),),
+        timeout_ms=DEADLINE_S * 1000,
+    ), version=5)
+    assert [t.error_code for t in answer.topics] == [Errors.NONE], answer
+
+
 async def committed(conn: TrioKafkaConnection, group: str) -> int:
     answer = await conn.request(OffsetFetchRequest(
         group_id=group, topics=(OffsetFetchRequestTopic(name="t", partition_indexes=(0,)),),
@@ -138,8 +149,22 @@ async def test_a_group_joins_syncs_and_its_commits_survive_a_broker_restart(
                     found = await until_coordinator(conn, "g")
                     assert found.node_id == BROKER_ID
                     member, generation = await join_and_sync(conn, "g")
+                    await create_topic(conn, "t")
                     await commit(conn, "g", member, generation, 42)
                     assert await committed(conn, "g") == 42
+                    # a topic the cluster does not hold: refused, the known one committed
+                    mixed = await conn.request(OffsetCommitRequest(
+                        group_id="g", generation_id_or_member_epoch=generation,
+                        member_id=member, topics=tuple(
+                            OffsetCommitRequestTopic(name=name, partitions=(
+                                OffsetCommitRequestPartition(partition_index=0,
+                                                             committed_offset=43),))
+                            for name in ("missing", "t")),
+                    ), version=5)
+                    codes = {t.name: t.partitions[0].error_code for t in mixed.topics}
+                    assert codes == {"missing": Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                     "t": Errors.NONE}, mixed
+                    assert await committed(conn, "g") == 43
                 broker.stop()
             restarted = BrokerNode.from_config(config, seed=3)
             async with trio.open_nursery() as brokers:
@@ -152,7 +177,7 @@ async def test_a_group_joins_syncs_and_its_commits_survive_a_broker_restart(
                         topics=(OffsetFetchRequestTopic(name="t", partition_indexes=(0,)),),
                     ), 5)
                     assert answer.error_code == Errors.NONE, answer
-                    assert answer.topics[0].partitions[0].committed_offset == 42
+                    assert answer.topics[0].partitions[0].committed_offset == 43
                 restarted.stop()
             controller.stop()
 
