@@ -14,7 +14,10 @@ Kafka's rules (``ReplicaManager.fetchOffset``, ``Partition.fetchOffsetForTimesta
   (EARLIEST_LOCAL) give the log start offset, -1 (LATEST) that limit with
   the current leader epoch, -3 (MAX_TIMESTAMP) the first record with the
   largest timestamp, any other timestamp the first record at or after it;
-  none below the limit answers offset -1, timestamp -1; while a new leader's
+  none below the limit answers offset -1, timestamp -1; EARLIEST carries the
+  epoch of the log start offset (``UnifiedLog.fetchOffsetByTimestamp``: the
+  leader epoch cache's earliest entry, which covers the log start, or the
+  leader's own entry when the log is empty); while a new leader's
   high watermark is below the start of its epoch, a consumer's latest and
   by-time questions answer OFFSET_NOT_AVAILABLE (KIP-207);
 * OffsetForLeaderEpoch answers where the asked epoch ends in the leader's
@@ -36,6 +39,7 @@ from broker.replica import Partition
 from broker.replica.leader_fetch import check_leader_epoch
 from quorum.controller.image import MetadataImage
 from quorum.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET
+from quorum.wire.batch import BatchHeader
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     ListOffsetsRequest,
@@ -87,6 +91,28 @@ def _check(
     return error
 
 
+def _log_start_epoch(partition: Partition) -> int:
+    """The leader epoch of the log start offset, as Kafka's leader epoch cache tells it.
+
+    The cache's earliest entry covers the log start (it is cut there when the start moves),
+    and its epoch is that of the batch holding the start offset: the log's protocol has no
+    cache lookup, so the batch is read (one batch: ``max_bytes`` 1 still returns it). An
+    empty log has only the entry a leader writes when its epoch starts (Kafka's
+    ``maybeAssignEpochStartOffset``), at the log end; a follower's empty log has none.
+    """
+    log = partition.log
+    start = log.log_start_offset
+    if start < log.log_end_offset:
+        first = log.read(start, 1)
+        if first.is_empty:
+            return UNDEFINED_EPOCH
+        return BatchHeader.parse(first.records).partition_leader_epoch
+    epoch_start = partition.epoch_start_offset
+    if partition.is_leader and epoch_start is not None and epoch_start <= start:
+        return partition.leader_epoch
+    return UNDEFINED_EPOCH
+
+
 def _list_one(
     partition: Partition, asked: ListOffsetsRequestPartition, replica_id: int
 ) -> ListOffsetsResponsePartition:
@@ -102,7 +128,7 @@ def _list_one(
         )
 
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return answer(partition.log_start_offset, NO_TIMESTAMP, UNDEFINED_EPOCH)
+        return answer(partition.log_start_offset, NO_TIMESTAMP, _log_start_epoch(partition))
     # KIP-207: a new leader's high watermark may still be below where its epoch starts;
     # a consumer asking for the latest or by time then waits (retriable)
     epoch_start = partition.epoch_start_offset

@@ -150,6 +150,16 @@ def handle_leave(ctx: Context, request: LeaveGroupRequest, waiter: Waiter, now_m
         else [(request.member_id, None)]
     )
     group, error = _group_or_error(ctx, request.group_id)
+    if group is None and batched and error == Errors.UNKNOWN_MEMBER_ID:
+        # an unknown group: Kafka's GroupCoordinatorService.leaveGroup answers each member
+        # UNKNOWN_MEMBER_ID and the request no error
+        ctx.answer(waiter, LeaveGroupResponse(members=tuple(
+            LeaveGroupResponseMember(
+                member_id=member_id, group_instance_id=instance_id, error_code=error
+            )
+            for member_id, instance_id in identities
+        )))
+        return
     if group is None:
         ctx.answer(waiter, LeaveGroupResponse(error_code=error))
         return

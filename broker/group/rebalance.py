@@ -45,9 +45,14 @@ __all__ = [
 
 
 def join_response(version: int, **fields: object) -> JoinGroupResponse:
-    """A JoinGroupResponse; before v7 the protocol name is not nullable (Kafka writes "")."""
-    if version < 7 and fields.get("protocol_name") is None:
+    """A JoinGroupResponse with Kafka's protocol name rule (``JoinGroupResponse``'s
+    constructor): before v7 it is not nullable and an absent one is written ""; from v7 an
+    empty one is written null (a refusal, which has no generation, names no protocol)."""
+    name = fields.get("protocol_name")
+    if version < 7 and name is None:
         fields["protocol_name"] = ""
+    elif version >= 7 and not name:
+        fields["protocol_name"] = None
     return JoinGroupResponse(**fields)  # type: ignore[arg-type]
 
 

@@ -4,12 +4,20 @@ Checks in Kafka's order (``ProduceRequest.validateRecords``, ``LogValidator``,
 ``Partition.appendRecordsToLeader``), the first failure answers and nothing is
 appended:
 
-* exactly one whole record batch, magic 2, a length that fits the bytes, a
-  CRC-32C that matches, a known codec: else CORRUPT_MESSAGE;
+* the framing (``ProduceRequest.validateRecords`` over Kafka's batch iterator,
+  ``ByteBufferLogInputStream``): a batch whose declared length is below 14
+  bytes, or whose magic byte is outside 0-2, is a CORRUPT_MESSAGE; bytes that
+  hold no whole batch (none at all, or a batch cut short) and a first batch
+  of magic 0 or 1 are an INVALID_RECORD, and so is a second whole batch;
+  bytes after the batch that hold no whole one are dropped (Kafka's
+  ``UnifiedLog.trimInvalidBytes``);
+* the batch (``UnifiedLog.analyzeAndValidateRecords``): a base offset other
+  than 0 is an INVALID_RECORD, a batch larger than the topic's
+  ``max.message.bytes`` MESSAGE_TOO_LARGE, a CRC-32C that does not match (or
+  a header too short) CORRUPT_MESSAGE; an unknown codec CORRUPT_MESSAGE;
 * record count equal to lastOffsetDelta + 1 and above 0, not a control
   batch, not transactional (pykraft has no transactions), a base sequence
   if it has a producer id: else INVALID_RECORD;
-* larger than the topic's ``max.message.bytes``: MESSAGE_TOO_LARGE;
 * acks=all with a committed ISR smaller than the effective min ISR:
   NOT_ENOUGH_REPLICAS (Kafka checks the committed ISR, not the maximal one);
 * an idempotent producer's batch (producer id >= 0) against the partition's
@@ -28,13 +36,16 @@ timestamp outside ``message.timestamp.*.max.ms``: ``broker.replica.record_checks
 
 from __future__ import annotations
 
+import struct
+from typing import Final
+
 import attrs
 
 from broker.replica.partition import Partition
 from broker.replica.producer_state import ProducerRefusal, batch_of
 from broker.replica.record_checks import check_records
 from quorum.log import LogError
-from quorum.wire.batch import BATCH_HEADER_SIZE, BatchHeader, batch_size_at
+from quorum.wire.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, batch_base_offset_at
 from quorum.wire.batch_checks import MIN_RECORD_BYTES, set_log_append_time
 from quorum.wire.compression import Compression
 from quorum.wire.error_codes import Errors
@@ -45,6 +56,13 @@ __all__ = ["ACKS_ALL", "AppendResult", "append_to_leader", "check_produced_batch
 
 ACKS_ALL = -1
 _CODECS = frozenset(int(c) for c in Compression)
+# Kafka's LegacyRecord.RECORD_OVERHEAD_V0: no batch of any magic declares a smaller length
+_SMALLEST_LENGTH: Final = 14
+# the bytes up to and with the magic byte (Kafka's HEADER_SIZE_UP_TO_MAGIC)
+_MAGIC_AT: Final = 16
+_UP_TO_MAGIC: Final = 17
+_CURRENT_MAGIC: Final = 2
+_LENGTH: Final = struct.Struct(">i")
 
 
 @attrs.frozen(kw_only=True)
@@ -64,34 +82,83 @@ def _refused(error: Errors, message: str) -> AppendResult:
     return AppendResult(error=error, error_message=message)
 
 
-def _is_batch_at(records: bytes | bytearray | memoryview, position: int) -> bool:
-    try:
-        BatchHeader.parse(records, position)
-    except CorruptRecordError:
-        return False
-    return True
+def _whole_batch_at(
+    records: bytes | bytearray | memoryview, position: int
+) -> int | AppendResult | None:
+    """The size of the whole batch at ``position``; None if the bytes left hold none (too
+    few, or a batch cut short); CORRUPT_MESSAGE for a length or magic no batch has.
+
+    Kafka's ``ByteBufferLogInputStream.nextBatchSize`` and ``nextBatch``, in their order.
+    """
+    remaining = len(records) - position
+    if remaining < LOG_OVERHEAD:
+        return None
+    (length,) = _LENGTH.unpack_from(records, position + 8)
+    if length < _SMALLEST_LENGTH:
+        return _refused(
+            Errors.CORRUPT_MESSAGE,
+            f"record size {length} is less than the minimum record overhead ({_SMALLEST_LENGTH})",
+        )
+    if remaining < _UP_TO_MAGIC:
+        return None
+    magic = int.from_bytes(records[position + _MAGIC_AT : position + _UP_TO_MAGIC], signed=True)
+    if not 0 <= magic <= _CURRENT_MAGIC:
+        return _refused(Errors.CORRUPT_MESSAGE, f"invalid magic found in record: {magic}")
+    size = int(length) + LOG_OVERHEAD
+    return size if remaining >= size else None
+
+
+def _one_batch(records: bytes | bytearray | memoryview) -> int | AppendResult:
+    """The size of the one whole v2 batch ``records`` begins with, or the refusal
+    (Kafka's ``ProduceRequest.validateRecords``, v3+)."""
+    first = _whole_batch_at(records, 0)
+    if isinstance(first, AppendResult):
+        return first
+    if first is None:
+        return _refused(
+            Errors.INVALID_RECORD, "a produce must carry at least one record batch per partition"
+        )
+    if records[_MAGIC_AT] != _CURRENT_MAGIC:
+        return _refused(
+            Errors.INVALID_RECORD, "a produce may carry record batches with magic version 2 only"
+        )
+    second = _whole_batch_at(records, first)
+    if isinstance(second, AppendResult):
+        return second
+    if second is not None:
+        return _refused(
+            Errors.INVALID_RECORD, "a produce may carry exactly one record batch per partition"
+        )
+    return first
 
 
 def check_produced_batch(
     records: bytes | bytearray | memoryview | None, max_message_bytes: int
 ) -> AppendResult | BatchHeader:
-    """The header of the one valid batch in ``records``, or the refusal."""
-    if not records:
+    """The header of the one valid batch ``records`` begins with, or the refusal (bytes
+    after it that hold no whole batch are not part of it: the caller appends
+    ``header.size`` bytes)."""
+    if records is None:
         return _refused(Errors.INVALID_RECORD, "a produce must carry one record batch")
-    size = batch_size_at(records, 0)
+    size = _one_batch(records)
+    if isinstance(size, AppendResult):
+        return size
+    base_offset = batch_base_offset_at(records, 0)
+    if base_offset != 0:
+        return _refused(
+            Errors.INVALID_RECORD,
+            f"the base offset of a produced batch must be 0, not {base_offset}",
+        )
+    if size > max_message_bytes:
+        return _refused(
+            Errors.MESSAGE_TOO_LARGE,
+            f"the batch is {size} bytes, over max.message.bytes {max_message_bytes}",
+        )
     try:
+        # a declared length below the header's is refused here, whatever bytes follow
         header = BatchHeader.parse(records, 0)
     except CorruptRecordError as exc:
         return _refused(Errors.CORRUPT_MESSAGE, str(exc))
-    if size is not None and size < len(records) and _is_batch_at(records, size):
-        return _refused(
-            Errors.INVALID_RECORD, "a produce may carry exactly one record batch per partition"
-        )
-    if size != len(records):
-        return _refused(
-            Errors.CORRUPT_MESSAGE,
-            f"the record batch declares {header.size} bytes but {len(records)} were sent",
-        )
     if not header.crc_matches(records, 0):
         return _refused(Errors.CORRUPT_MESSAGE, "the record batch fails its CRC-32C check")
     if header.compression not in _CODECS:
@@ -120,11 +187,6 @@ def check_produced_batch(
             f"invalid sequence number {header.base_sequence} in a batch of producer "
             f"{header.producer_id}",
         )
-    if header.size > max_message_bytes:
-        return _refused(
-            Errors.MESSAGE_TOO_LARGE,
-            f"the batch is {header.size} bytes, over max.message.bytes {max_message_bytes}",
-        )
     return header
 
 
@@ -138,6 +200,8 @@ def append_to_leader(
     if isinstance(checked, AppendResult):
         return checked
     assert records is not None
+    if checked.size < len(records):
+        records = memoryview(records)[: checked.size]  # Kafka's trimInvalidBytes
     if acks == ACKS_ALL and len(partition.isr_state.isr) < partition.effective_min_isr:
         return _refused(
             Errors.NOT_ENOUGH_REPLICAS,

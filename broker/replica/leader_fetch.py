@@ -16,7 +16,11 @@ A follower (``read_for_follower``):
 
 A consumer (``read_for_consumer``) reads below the high watermark only: an
 offset between the high watermark and the log end answers with no records;
-OFFSET_OUT_OF_RANGE only below the log start or above the log end.
+OFFSET_OUT_OF_RANGE only below the log start or above the log end, with -1
+for the high watermark and log start (Kafka's ``createLogReadResult`` for a
+read that failed). A follower's OFFSET_OUT_OF_RANGE carries this leader's
+offsets: pykraft's follower starts over at the answer's log start (Kafka's
+asks ListOffsets), so it needs them.
 
 Both return at least one whole batch, even over the byte limit, when
 ``min_one`` is set (KIP-74: the first partition with data in a response).
@@ -152,7 +156,7 @@ def read_for_consumer(
     if error != Errors.NONE:
         return PartitionRead(error=error)
     if not partition.log_start_offset <= fetch_offset <= partition.log_end_offset:
-        return _offsets(partition, error=Errors.OFFSET_OUT_OF_RANGE)
+        return PartitionRead(error=Errors.OFFSET_OUT_OF_RANGE)
     hw = partition.high_watermark
     if fetch_offset >= hw:
         return _offsets(partition)  # between the HW and the log end: nothing yet

@@ -103,6 +103,12 @@ class DelayedFetch:
         return None
 
 
+# a partition this broker does not host: Kafka's KafkaApis answers it before any read, with
+# FetchResponse.partitionResponse (offsets -1 and, the generated default, an empty list of
+# aborted transactions where an answer that was read has none: null)
+_UNKNOWN_PARTITION = PartitionRead(error=Errors.UNKNOWN_TOPIC_OR_PARTITION)
+
+
 def _answer(partition_index: int, read: PartitionRead) -> FetchResponsePartition:
     diverging = FetchResponseEpochEndOffset()
     if read.diverging_epoch is not None:
@@ -117,7 +123,7 @@ def _answer(partition_index: int, read: PartitionRead) -> FetchResponsePartition
         last_stable_offset=read.high_watermark,
         log_start_offset=read.log_start_offset,
         diverging_epoch=diverging,
-        aborted_transactions=None,
+        aborted_transactions=() if read is _UNKNOWN_PARTITION else None,
         preferred_read_replica=-1,
         # the log's read as it is, not copied: the codec writes a RECORDS value through the
         # buffer protocol (decoded ones are memoryviews too), and the buffer is this read's own
@@ -239,7 +245,7 @@ class Serving:
     ) -> PartitionRead:
         partition = self._lookup(*name)
         if partition is None:
-            return PartitionRead(error=Errors.UNKNOWN_TOPIC_OR_PARTITION)
+            return _UNKNOWN_PARTITION
         max_bytes = min(data.partition_max_bytes, limit)
         if op.replica_id == CONSUMER:
             return read_for_consumer(

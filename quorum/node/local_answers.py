@@ -4,7 +4,9 @@ A listener advertises exactly the versions it decodes and serves (its
 table). ``ListenerApis.decode`` turns a frame into a request this listener
 serves, answers an ApiVersions request at a version we do not know in v0
 with the table (KIP-511: the client then retries at a version we do know),
-and raises the listener's ``rejected`` error (the connection is closed, as
+answers an ApiVersions v3+ whose client software name or version is empty
+or ill-formed with INVALID_REQUEST and no table (Kafka's
+``ApiVersionsRequest.isValid``), and raises the listener's ``rejected`` error (the connection is closed, as
 Kafka does) for anything the table does not hold. ApiVersions and
 PykraftDescribeImage (the image's offset and digest, so tests and tools can
 compare nodes, and the image as JSON when asked) are answered the same way
@@ -16,8 +18,9 @@ with its ``ListenerApis`` and hands each served request to ``route``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from quorum.controller.digest import LatestImageSummary, build_describe_image_response
 from quorum.controller.image import MetadataImage
@@ -39,7 +42,22 @@ from quorum.wire.protocol import (
     decode_request,
 )
 
-__all__ = ["ListenerApis", "ListenerRouter"]
+__all__ = ["ListenerApis", "ListenerRouter", "valid_client_software"]
+
+# Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN (KIP-511)
+_SOFTWARE_NAME_VERSION: Final = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+# the first ApiVersions version that carries the client's software name and version
+_CLIENT_SOFTWARE_SINCE: Final = 3
+
+
+def valid_client_software(version: int, request: ApiVersionsRequest) -> bool:
+    """Kafka's ``ApiVersionsRequest.isValid``: v3+ name both, each matching the pattern."""
+    if version < _CLIENT_SOFTWARE_SINCE:
+        return True
+    return all(
+        _SOFTWARE_NAME_VERSION.fullmatch(text) is not None
+        for text in (request.client_software_name, request.client_software_version)
+    )
 
 
 class ListenerApis:
@@ -86,6 +104,12 @@ class ListenerApis:
             raise self._rejected(
                 f"api key {header.api_key} v{header.api_version} is not served on {self._where}"
             )
+        if isinstance(message, ApiVersionsRequest) and not valid_client_software(
+            header.api_version, message
+        ):
+            # Kafka's getErrorResponse: the table is sent only with UNSUPPORTED_VERSION
+            conn.new_slot(header).complete(ApiVersionsResponse(error_code=Errors.INVALID_REQUEST))
+            return None
         return header, message
 
     async def answer_common(

@@ -356,12 +356,16 @@ class RaftCore:
 
 
 # -- request handlers: parse, handle, build the response (None: parked) ----------------
+# The cluster id is checked before the request is parsed, as Kafka's KafkaRaftClient does
+# (INCONSISTENT_CLUSTER_ID, then INVALID_REQUEST for a topic partition other than ours).
 
 Handler = Callable[[CoreContext, InboundRequest, int], Any]
 
 
 def _on_vote_request(ctx: CoreContext, envelope: InboundRequest, now_ms: int) -> VoteResponse:
     assert isinstance(envelope.message, VoteRequest)
+    if not ctx.cluster_id_ok(envelope.message.cluster_id):
+        return adapters.vote_response(VoteAnswer(error=ErrorCode.INCONSISTENT_CLUSTER_ID))
     ask = adapters.parse_vote_request(envelope.message)
     if ask is None:
         return adapters.vote_response(VoteAnswer(error=ErrorCode.INVALID_REQUEST))
@@ -372,6 +376,8 @@ def _on_begin_epoch_request(
     ctx: CoreContext, envelope: InboundRequest, now_ms: int
 ) -> BeginQuorumEpochResponse:
     assert isinstance(envelope.message, BeginQuorumEpochRequest)
+    if not ctx.cluster_id_ok(envelope.message.cluster_id):
+        return adapters.begin_epoch_response(EpochAnswer(error=ErrorCode.INCONSISTENT_CLUSTER_ID))
     ask = adapters.parse_begin_epoch_request(envelope.message)
     if ask is None:
         return adapters.begin_epoch_response(EpochAnswer(error=ErrorCode.INVALID_REQUEST))
@@ -382,6 +388,8 @@ def _on_end_epoch_request(
     ctx: CoreContext, envelope: InboundRequest, now_ms: int
 ) -> EndQuorumEpochResponse:
     assert isinstance(envelope.message, EndQuorumEpochRequest)
+    if not ctx.cluster_id_ok(envelope.message.cluster_id):
+        return adapters.end_epoch_response(EpochAnswer(error=ErrorCode.INCONSISTENT_CLUSTER_ID))
     ask = adapters.parse_end_epoch_request(envelope.message)
     if ask is None:
         return adapters.end_epoch_response(EpochAnswer(error=ErrorCode.INVALID_REQUEST))
@@ -392,6 +400,8 @@ def _on_fetch_request(
     ctx: CoreContext, envelope: InboundRequest, now_ms: int
 ) -> FetchResponse | None:
     assert isinstance(envelope.message, FetchRequest)
+    if not ctx.cluster_id_ok(envelope.message.cluster_id):
+        return adapters.fetch_response(FetchAnswer(error=ErrorCode.INCONSISTENT_CLUSTER_ID))
     ask = adapters.parse_fetch_request(envelope.message)
     if ask is None:
         return adapters.fetch_response(FetchAnswer(error=ErrorCode.INVALID_REQUEST))

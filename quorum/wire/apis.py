@@ -86,21 +86,24 @@ PEER_ONLY_APIS: Final[frozenset[int]] = frozenset({
 # the minimums stay low because older clients (aiokafka, old librdkafka) need
 # them.  Produce v0-2 are advertised but answered with
 # UNSUPPORTED_FOR_MESSAGE_FORMAT, as Kafka does.  Topic-id versions stay off
-# until topic ids work end to end on the broker.
+# until topic ids work end to end on the broker.  The versions Kafka 4.0
+# removed (KIP-896: CreateTopics v0-1, DeleteTopics v0, DescribeConfigs v0,
+# DescribeLogDirs v0, ...) are neither advertised nor served: the connection
+# closes on them, as Kafka's does.
 CLIENT_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     ApiKey.PRODUCE: (0, 9),
     ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (0, 12),
     ApiKey.API_VERSIONS: (0, 4),
-    ApiKey.CREATE_TOPICS: (0, 5),  # forwarded to the active controller
+    ApiKey.CREATE_TOPICS: (2, 5),  # forwarded to the active controller
     ApiKey.DELETE_TOPICS: (1, 4),  # forwarded to the active controller
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     # KIP-320: a consumer checks its position after a leader change (librdkafka sends v2 only)
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.DELETE_RECORDS: (0, 2),
-    ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
-    ApiKey.DESCRIBE_CONFIGS: (0, 4),  # answered by the broker
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),  # answered by the broker
     ApiKey.CREATE_PARTITIONS: (0, 3),  # forwarded
     ApiKey.ELECT_LEADERS: (0, 2),  # forwarded
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),  # forwarded
@@ -130,13 +133,15 @@ CLIENT_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
 # (v17), Vote v2 carries pre-votes.  They also serve broker registration and
 # heartbeats, AlterPartition, and every request that changes metadata
 # (CreateTopics, DeleteTopics), which brokers forward.  No Produce: the
-# metadata log is written only by the active controller.
+# metadata log is written only by the active controller.  No version Kafka
+# 4.0 removed (KIP-896): CreateTopics v0-1, DeleteTopics v0, DescribeConfigs
+# v0, AlterPartition v0-1.
 CONTROLLER_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     ApiKey.FETCH: (4, 17),
     ApiKey.API_VERSIONS: (0, 4),
-    ApiKey.CREATE_TOPICS: (0, 5),
-    ApiKey.DELETE_TOPICS: (0, 4),
-    ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.CREATE_TOPICS: (2, 5),
+    ApiKey.DELETE_TOPICS: (1, 4),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
@@ -146,7 +151,7 @@ CONTROLLER_LISTENER_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     ApiKey.BEGIN_QUORUM_EPOCH: (0, 1),
     ApiKey.END_QUORUM_EPOCH: (0, 1),
     ApiKey.DESCRIBE_QUORUM: (0, 2),
-    ApiKey.ALTER_PARTITION: (0, 3),
+    ApiKey.ALTER_PARTITION: (2, 3),
     ApiKey.FETCH_SNAPSHOT: (0, 1),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     ApiKey.BROKER_REGISTRATION: (0, 4),

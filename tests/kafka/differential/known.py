@@ -36,16 +36,6 @@ class Known:
 
 KNOWN: Final = (
     Known(
-        "versions Kafka 4 removed",
-        "pykraft still serves versions that Kafka 4.0 removed (KIP-896), for older clients: "
-        "CreateTopics v0-1, DescribeConfigs v0 and DescribeLogDirs v0 on the broker "
-        "listener (and DeleteTopics v0, AlterPartition v0-1 on the controller listener); "
-        "Kafka closes the connection on them. See the ApiVersions tables.",
-        r"create-topics@v[01]|(describe-configs-topic|describe-log-dirs)@v0",
-        r"\[0\]",
-        "quorum/wire/apis.py (CLIENT_LISTENER_VERSIONS)",
-    ),
-    Known(
         "ApiVersions tables and features",
         "the tables differ by design (pykraft serves a subset of Kafka's APIs and versions: "
         "the tables side by side are above) and pykraft has no feature levels "
@@ -58,35 +48,6 @@ KNOWN: Final = (
         "quorum/node/local_answers.py",
     ),
     Known(
-        "ApiVersions client software name",
-        "pykraft does not check KIP-511's client_software_name and client_software_version "
-        "(Kafka answers INVALID_REQUEST, 42, with no table to a name that is empty or not "
-        "[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?); the answer is built outside the "
-        "broker API handlers",
-        r"api-versions-bad-software-name@v[34]",
-        r"\[0\]\.message\.(error_code|api_keys\.len|api_keys\[\d+\]\..*)",
-        "quorum/node/local_answers.py (ListenerApis.answer_common)",
-    ),
-    Known(
-        "a batch cut short",
-        "a Produce whose records hold no whole batch (the batch declares more bytes than "
-        "were sent): Kafka's ProduceRequest.validateRecords finds no batch and answers "
-        "INVALID_RECORD (87), pykraft CORRUPT_MESSAGE (2); both write nothing",
-        r"produce-truncated-batch@v\d+",
-        r"\[0\]\.message\.responses\[0\]\.partition_responses\[0\]\.error_code",
-        "broker/replica/append.py (check_produced_batch)",
-    ),
-    Known(
-        "fetch error partitions",
-        "a Fetch partition answered with an error: Kafka sends -1 for the high watermark, "
-        "last stable and log start offsets and an empty aborted-transactions list; pykraft "
-        "sends the partition's offsets (out of range) and a null list (unknown partition)",
-        r"fetch-(out-of-range|unknown-topic|unknown-partition)@v\d+",
-        r"\[0\]\.message\.responses\[0\]\.partitions\[0\]\.(high_watermark|last_stable_offset"
-        r"|log_start_offset|aborted_transactions)",
-        "broker/replica (the fetch answer of an error partition)",
-    ),
-    Known(
         "fetching from followers (KIP-392)",
         "Kafka serves a consumer's Fetch v11+ at a follower (up to the high watermark); "
         "pykraft serves consumers at the leader only and answers NOT_LEADER_OR_FOLLOWER",
@@ -94,15 +55,6 @@ KNOWN: Final = (
         r"\[0\]\.message\.responses\[0\]\.partitions\[0\]\.(error_code|high_watermark"
         r"|last_stable_offset|log_start_offset|records)",
         "broker/replica (fetch at a follower)",
-    ),
-    Known(
-        "leader epoch of the earliest offset",
-        "ListOffsets EARLIEST (v4+): Kafka answers the leader epoch of the log start offset "
-        "(from its leader epoch cache), pykraft -1: the log's epoch cache is not reachable "
-        "from the ListOffsets handler",
-        r"list-offsets-earliest(-after-delete)?@v[4-9]",
-        r"\[0\]\.message\.topics\[0\]\.partitions\[0\]\.leader_epoch",
-        "broker/api/offsets.py with an epoch lookup in broker/replica",
     ),
     Known(
         "broker configs",
@@ -152,37 +104,12 @@ KNOWN: Final = (
         "broker (transactions are not implemented)",
     ),
     Known(
-        "JoinGroup protocol name of a refusal",
-        "a JoinGroup v7+ answer without a generation (MEMBER_ID_REQUIRED, an error): Kafka "
-        "sends a null protocol name, pykraft an empty one",
-        r"(group-round|join-group-[a-z-]+)@v[7-9]",
-        r"\[0\]\.message\.protocol_name",
-        "broker/group (the JoinGroup answer)",
-    ),
-    Known(
-        "LeaveGroup of an unknown member",
-        "LeaveGroup v3+ naming a member the group lacks: Kafka answers the request with no "
-        "error and the member with UNKNOWN_MEMBER_ID; pykraft the whole request with "
-        "UNKNOWN_MEMBER_ID and no members",
-        r"leave-group-unknown-member@v[3-9]",
-        r"\[0\]\.message\.(error_code|members(\.len|\[\d+\]\..*))",
-        "broker/group (LeaveGroup)",
-    ),
-    Known(
         "Raft answers' node endpoints",
         "BeginQuorumEpoch and EndQuorumEpoch v1 answers carry the leader's endpoints "
         "(KIP-853) in Kafka; pykraft's carry none",
         r"(begin|end)-quorum-epoch-[a-z-]+@v1",
         r"\[0\]\.message\.node_endpoints(\.len|\[\d+\]\..*)",
         "quorum/raft",
-    ),
-    Known(
-        "Raft Fetch of another cluster",
-        "a Fetch on the controller listener with a foreign cluster id: Kafka answers "
-        "INCONSISTENT_CLUSTER_ID (104), pykraft INVALID_REQUEST (42)",
-        r"raft-fetch-unknown-cluster@v\d+",
-        r"\[0\]\.message\.error_code",
-        "quorum/raft (the Fetch handler of the controller listener)",
     ),
 )
 
@@ -233,6 +160,71 @@ FIXED: Final = (
         "hour (read from the 4.4.0 jar); values pykraft cannot honour are refused",
         "tests/unit/controller/test_topic_config_defs.py::"
         "test_the_table_is_kafkas_4x_topic_config_list",
+    ),
+    Fixed(
+        "Leader epoch of the earliest offset",
+        "ListOffsets EARLIEST (v4+) answered leader epoch -1; Kafka answers the epoch of its "
+        "leader epoch cache's earliest entry, which covers the log start "
+        "(UnifiedLog.fetchOffsetByTimestamp), and so does pykraft now",
+        "tests/unit/broker/api/test_offsets_earliest_epoch.py",
+    ),
+    Fixed(
+        "A batch cut short",
+        "a Produce whose bytes hold no whole batch was answered CORRUPT_MESSAGE (2); Kafka's "
+        "ProduceRequest.validateRecords finds no batch and answers INVALID_RECORD (87). "
+        "pykraft now frames the bytes as Kafka's batch iterator does (a length below 14 or a "
+        "magic outside 0-2: CORRUPT_MESSAGE; magic 0-1, no whole batch or two: "
+        "INVALID_RECORD; stray bytes after the batch dropped)",
+        "tests/unit/broker/replica/test_append_framing.py",
+    ),
+    Fixed(
+        "ApiVersions client software name",
+        "an ApiVersions v3+ whose client_software_name or client_software_version is empty or "
+        "not [a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])? was answered with the table; Kafka "
+        "(ApiVersionsRequest.isValid) answers INVALID_REQUEST (42) with no table, and so does "
+        "pykraft now",
+        "tests/unit/node/test_api_versions_software_name.py",
+    ),
+    Fixed(
+        "Fetch error partitions",
+        "a consumer's Fetch partition answered with an error carried the partition's offsets "
+        "(out of range) and a null aborted-transactions list (unknown partition); Kafka sends "
+        "-1 for the high watermark, last stable and log start offsets, and an empty list for a "
+        "partition its metadata lacks (FetchResponse.partitionResponse). pykraft's own "
+        "followers still get the leader's offsets with OFFSET_OUT_OF_RANGE: they start over at "
+        "its log start (Kafka's follower asks ListOffsets)",
+        "tests/unit/broker/replica/test_fetch_error_partitions.py",
+    ),
+    Fixed(
+        "Versions Kafka 4 removed",
+        "pykraft advertised and served versions Kafka 4.0 removed (KIP-896): CreateTopics "
+        "v0-1, DescribeConfigs v0, DescribeLogDirs v0 on the broker listener, DeleteTopics "
+        "v0 and AlterPartition v0-1 on the controller listener (and CreateTopics v0-1, "
+        "DescribeConfigs v0 there); now neither listener advertises them and the connection "
+        "closes on them, as Kafka's does",
+        "tests/unit/node/test_removed_versions.py",
+    ),
+    Fixed(
+        "LeaveGroup of an unknown group",
+        "LeaveGroup v3+ of a group the coordinator lacks was answered UNKNOWN_MEMBER_ID for "
+        "the whole request; Kafka's GroupCoordinatorService.leaveGroup answers each member "
+        "UNKNOWN_MEMBER_ID and the request no error, and so does pykraft now",
+        "tests/unit/broker/group/test_membership.py::test_leave_of_an_unknown_group_is_unknown_member",
+    ),
+    Fixed(
+        "JoinGroup protocol name of a refusal",
+        "a JoinGroup v7+ answer without a generation (MEMBER_ID_REQUIRED, ...) named an empty "
+        "protocol; Kafka's JoinGroupResponse writes an empty name as null from v7, and so does "
+        "pykraft now",
+        "tests/unit/broker/group/test_join_protocol_name.py",
+    ),
+    Fixed(
+        "Raft requests of another cluster",
+        "a Fetch on the controller listener with a foreign cluster id and another topic "
+        "partition was answered INVALID_REQUEST (42); Kafka's KafkaRaftClient checks the "
+        "cluster id first and answers INCONSISTENT_CLUSTER_ID (104), and pykraft now does so "
+        "in Fetch, Vote, BeginQuorumEpoch and EndQuorumEpoch",
+        "tests/unit/raft/test_cluster_id_first.py",
     ),
 )
 

@@ -20,6 +20,7 @@ from quorum.wire.messages import (
     DescribeQuorumResponsePartition,
     DescribeQuorumResponseReplicaState,
     DescribeQuorumResponseTopic,
+    InitProducerIdResponse,
     JoinGroupResponse,
     MetadataResponse,
     MetadataResponseBroker,
@@ -159,18 +160,14 @@ def test_an_answer_against_a_closed_connection_is_reported() -> None:
 
 def test_known_differences_are_named_narrowly() -> None:
     # a known difference covers its own cases and paths only
-    result = compare_case("produce-truncated-batch@v9", (Answered(_error_produce(87)),),
-                          (Answered(_error_produce(2)),), KAFKA, PYKRAFT)
+    result = compare_case("init-producer-id-transactional@v4",
+                          (Answered(InitProducerIdResponse(error_code=0)),),
+                          (Answered(InitProducerIdResponse(error_code=53)),), KAFKA, PYKRAFT)
     assert [explain(result.case_id, d) for d in result.differences] == [
-        next(k for k in KNOWN if k.name == "a batch cut short")]
-    other = compare_case("produce@v9", (Answered(_error_produce(87)),),
-                         (Answered(_error_produce(2)),), KAFKA, PYKRAFT)
+        next(k for k in KNOWN if k.name == "transactions")]
+    other = compare_case("init-producer-id@v4", (Answered(InitProducerIdResponse(error_code=0)),),
+                         (Answered(InitProducerIdResponse(error_code=53)),), KAFKA, PYKRAFT)
     assert [explain(other.case_id, d) for d in other.differences] == [None]
-
-
-def _error_produce(code: int) -> ProduceResponse:
-    return ProduceResponse(responses=(ProduceResponseTopic(name="t", partition_responses=(
-        ProduceResponsePartition(index=0, error_code=code, base_offset=-1),)),))
 
 
 def _created(rf: int, min_isr: str, source: int) -> CreateTopicsResponse:

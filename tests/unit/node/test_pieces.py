@@ -141,13 +141,15 @@ class Router:
 
 async def test_api_versions_lists_only_the_apis_this_listener_serves(tmp_path: Path) -> None:
     r = Router(tmp_path)
-    await r.send(ApiVersionsRequest(), 3)
+    await r.send(
+        ApiVersionsRequest(client_software_name="pykraft", client_software_version="0.1.0"), 3
+    )
     keys = {k.api_key: (k.min_version, k.max_version) for k in r.answer(18, 3).api_keys}
     assert keys == {1: (4, 17), 18: (0, 4), 52: (0, 2), 53: (0, 1), 54: (0, 1), 55: (0, 2),
                     59: (0, 1), 60: (0, 1), 10000: (0, 0), 10001: (0, 0),
                     # the controller's metadata requests
-                    19: (0, 5), 20: (0, 4), 32: (0, 4), 37: (0, 3), 43: (0, 2), 44: (0, 1),
-                    45: (0, 0), 46: (0, 0), 56: (0, 3), 62: (0, 4), 63: (0, 1), 64: (0, 0),
+                    19: (2, 5), 20: (1, 4), 32: (1, 4), 37: (0, 3), 43: (0, 2), 44: (0, 1),
+                    45: (0, 0), 46: (0, 0), 56: (2, 3), 62: (0, 4), 63: (0, 1), 64: (0, 0),
                     67: (0, 0)}
 
 

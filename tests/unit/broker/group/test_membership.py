@@ -147,5 +147,13 @@ def test_leave_v0_to_2_names_one_member_and_answers_with_a_top_level_error() -> 
 
 
 def test_leave_of_an_unknown_group_is_unknown_member() -> None:
+    # found by the differential tests (tests/kafka/differential): from v3 Kafka answers each
+    # member UNKNOWN_MEMBER_ID and the request no error (GroupCoordinatorService.leaveGroup)
     h = Harness()
-    assert h.leave("nope", ("m", None)).error_code == Errors.UNKNOWN_MEMBER_ID
+    answer = h.leave("nope", ("m", None), ("s", "static-1"))
+    assert answer.error_code == Errors.NONE
+    assert [(m.member_id, m.group_instance_id, m.error_code) for m in answer.members] == [
+        ("m", None, Errors.UNKNOWN_MEMBER_ID), ("s", "static-1", Errors.UNKNOWN_MEMBER_ID),
+    ]
+    old = h.call(LeaveGroupRequest(group_id="nope", member_id="m"), 2)
+    assert old.error_code == Errors.UNKNOWN_MEMBER_ID
