@@ -1,8 +1,9 @@
-"""The data plane under load: produce, end-to-end latency and consume, beside NATS JetStream R3.
+"""The data plane under load: produce, end-to-end latency and consume, beside NATS and Apache Kafka.
 
 Run ``python -m bench.bench_data_plane [--runs 3] [--seconds 10] [--no-nats]
-[--idempotence-pair] [--profile DIR] [--out FILE]``, or ``--rss-partitions 100000``
-for the memory of idle partition replicas instead.
+[--no-kafka] [--perf-records 500000] [--kills 3] [--idempotence-pair] [--profile DIR]
+[--out FILE]``, or ``--rss-partitions 100000`` for the memory of idle partition
+replicas instead.
 
 Each run: a fresh cluster of 3 controllers and 3 brokers (real processes on
 loopback, ``deploy.LocalCluster``) with Kafka's default settings, not the
@@ -28,8 +29,21 @@ lined up by ``bench.nats_phases.run_phase`` as the NATS peer's are:
 3. consume: the whole topic (everything the phases above wrote) by
    ``--consumers`` processes, partitions dealt out evenly; MB/s of payload.
 
+With the pinned Kafka's jars (``deploy.kafka``; skipped with ``--no-kafka`` or, said,
+when they cannot be resolved), Kafka's perf tools are a second load:
+kafka-producer-perf-test (acks=all, the same record size and batching) after the
+produce phases and kafka-consumer-perf-test of the whole topic after consume. Every
+server's RSS at the end (``bench.dataplane_probes``); then ``--kills`` kill -9 of a
+partition leader, each timed to the next acknowledged produce at acks=all. Before all
+of it, the cluster's start: processes launched -> first acknowledged produce.
+(``bench.dataplane_side.measure_cluster`` runs this pass.)
+
 Then, in the same run, the NATS peer (``bench.nats_peer.run_nats_peer``) with the
-same record size and publish time, after the pykraft cluster has stopped.
+same record size and publish time, after the pykraft cluster has stopped; and the
+Apache Kafka peer (``bench.kafka_peer``): a KafkaCluster of 3 controllers + 3 brokers
+at Kafka's defaults runs exactly the same pass with the same load processes, its JVMs'
+heap in use after a full GC measured with jcmd. Reported beside pykraft's: Kafka's
+figures, pykraft / Kafka, the servers' CPU seconds per MB (``bench.peer_report``).
 Reported: median [min-max] over runs, pykraft / NATS, the goals, and the CPU of
 every process per phase. ``--profile DIR`` samples one broker with py-spy
 during produce acks=all and consume (a separate run, not counted in the
@@ -44,8 +58,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,28 +66,18 @@ from datetime import date
 from pathlib import Path
 from typing import Final
 
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+import attrs
 
 from bench.dataplane_figures import DataPlaneRun, RssFigures
-from bench.dataplane_lineup import (
-    ACK_LEVELS,
-    IDEMPOTENCE_PAIR,
-    JAVA_IDEMPOTENCE_PAIR,
-    DataPlaneWorkload,
-    consume_phase,
-    java_producer_props,
-    java_records,
-    latency_phase,
-    phase_log_dir,
-    produce_phase,
-)
-from bench.dataplane_report import idempotence_label, report, rss_report
-from bench.java_producer_load import run_java_produce
-from bench.nats_figures import LatencyFigures, NatsFigures, ThroughputFigures
-from bench.nats_lineup import NatsWorkload, PhasePlan, PhaseResult
+from bench.dataplane_lineup import DataPlaneWorkload
+from bench.dataplane_report import report, rss_report
+from bench.dataplane_side import SideOptions, measure_cluster
+from bench.kafka_peer import kafka_settings, run_kafka_peer
+from bench.nats_figures import NatsFigures
+from bench.nats_lineup import NatsWorkload
 from bench.nats_peer import run_nats_peer
-from bench.nats_phases import cpu_seconds, latency_figures, run_phase, throughput_figures
+from bench.nats_phases import cpu_seconds
+from bench.peer_report import kafka_report
 from bench.profile_summary import summarize
 from bench.scale_phases import create_one_topic
 from bench.scale_probes import rss_bytes
@@ -85,130 +87,8 @@ from deploy.kafka import KafkaDistribution, resolve_kafka
 
 __all__ = ["main"]
 
-TOPIC: Final = "bench"
-_LOAD: Final = "bench.dataplane_load"
 _TIMEOUT_S: Final = 60.0
 IDLE_CPU_WINDOW_S: Final = 20.0
-# the phases sampled by --profile: throughput (the issue asks) and one record at a time
-_PROFILED: Final = ("produce acks=all", "latency acks=all", "consume")
-
-
-class _Run:
-    """One cluster and its topic: each phase run against them."""
-
-    def __init__(self, cluster: LocalCluster, workload: DataPlaneWorkload, base: Path,
-                 profile_dir: Path | None) -> None:
-        self.cluster = cluster
-        self.workload = workload
-        self.base = base
-        self.profile_dir = profile_dir
-        self.bootstrap = ",".join(f"{h}:{p}" for h, p in map(cluster.address, cluster.broker_ids))
-        self.pids = {
-            (f"broker-{n}" if n in cluster.broker_ids else f"controller-{n}"): cluster.pid(n)
-            for n in [*cluster.node_ids, *cluster.broker_ids]}
-
-    def phase(self, plan: PhasePlan, label: str) -> PhaseResult:
-        profiler: list[subprocess.Popen[bytes]] = []
-        on_go = None
-        if self.profile_dir is not None and label in _PROFILED:
-            on_go = lambda: profiler.append(self._sample(label))  # noqa: E731
-        try:
-            return run_phase(plan, server_pids=self.pids, log_dir=phase_log_dir(self.base, label),
-                             module=_LOAD, on_go=on_go)
-        finally:
-            for sampler in profiler:
-                _stop_sampler(sampler)
-
-    def _sample(self, label: str) -> subprocess.Popen[bytes]:
-        """py-spy on the first broker until the phase ends (SIGINT makes it write)."""
-        assert self.profile_dir is not None
-        broker = self.cluster.broker_ids[0]
-        out = self.profile_dir / f"{label.replace(' ', '-').replace('=', '')}-broker-{broker}.txt"
-        return subprocess.Popen(
-            [str(Path(sys.executable).parent / "py-spy"), "record", "--pid",
-             str(self.cluster.pid(broker)), "--format", "raw", "--nonblocking",
-             "--rate", "200", "--output", str(out)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def produce(self, acks: str) -> ThroughputFigures:
-        result = self.phase(produce_phase(self.workload, acks, self.bootstrap, TOPIC),
-                            f"produce acks={acks}")
-        return throughput_figures(result)
-
-    def produce_idempotence(self, name: str) -> ThroughputFigures:
-        """One phase of the idempotence pair: acks=all, idempotence on or off."""
-        idempotence, max_in_flight = IDEMPOTENCE_PAIR[name]
-        plan = produce_phase(self.workload, "all", self.bootstrap, TOPIC,
-                             idempotence=idempotence, max_in_flight=max_in_flight)
-        return throughput_figures(self.phase(plan, idempotence_label(name)))
-
-    def produce_idempotence_java(self, name: str, distribution: KafkaDistribution,
-                                 records: int) -> ThroughputFigures:
-        """One phase of the Java client's pair: kafka-producer-perf-test at acks=all with
-        the librdkafka phases' batching, idempotence on or off."""
-        idempotence, _max_in_flight = IDEMPOTENCE_PAIR[name]
-        label = idempotence_label(name, java=True)
-        result = run_java_produce(
-            distribution, self.bootstrap, TOPIC, records=records,
-            record_bytes=self.workload.record_bytes,
-            producer_props=java_producer_props(self.workload, idempotence),
-            server_pids=self.pids, log_dir=phase_log_dir(self.base, label))
-        return throughput_figures(result)
-
-    def latency(self, acks: str) -> LatencyFigures:
-        result = self.phase(latency_phase(self.workload, acks, self.bootstrap, TOPIC),
-                            f"latency acks={acks}")
-        return latency_figures(result)
-
-    def consume(self) -> ThroughputFigures:
-        ends = end_offsets(self.bootstrap, self.workload.partitions)
-        result = self.phase(consume_phase(self.workload, ends, self.bootstrap, TOPIC), "consume")
-        if result.messages != sum(ends.values()):
-            raise RuntimeError(f"consumed {result.messages} of {sum(ends.values())} records")
-        return throughput_figures(result)
-
-
-def _stop_sampler(sampler: subprocess.Popen[bytes]) -> None:
-    if sampler.poll() is None:
-        sampler.send_signal(signal.SIGINT)
-    try:
-        sampler.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        sampler.kill()
-        sampler.wait()
-
-
-def end_offsets(bootstrap: str, partitions: int) -> dict[int, int]:
-    """Each partition's high watermark (the log start is 0: nothing is deleted)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-offsets"})
-    try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p),
-                                                  timeout=_TIMEOUT_S)[1]
-                for p in range(partitions)}
-    finally:
-        consumer.close()
-
-
-def create_topic(bootstrap: str, name: str, workload: DataPlaneWorkload,
-                 partitions: int | None = None) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topic = NewTopic(name, partitions or workload.partitions, workload.replication_factor,
-                     config={"min.insync.replicas": str(workload.min_insync_replicas)})
-    (future,) = admin.create_topics([topic], request_timeout=_TIMEOUT_S).values()
-    future.result(_TIMEOUT_S)
-
-
-def wait_for_leaders(bootstrap: str, partitions: int) -> None:
-    """Every partition has a leader and a full ISR in some broker's metadata."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + _TIMEOUT_S
-    while time.monotonic() < deadline:
-        topic = admin.list_topics(TOPIC, timeout=10).topics.get(TOPIC)
-        if topic is not None and topic.error is None and len(topic.partitions) == partitions \
-                and all(p.leader >= 0 and len(p.isrs) == 3 for p in topic.partitions.values()):
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"the partitions of {TOPIC} have no leaders after {_TIMEOUT_S} s")
 
 
 def _cluster_spec(properties: dict[str, str]) -> ClusterSpec:
@@ -219,44 +99,54 @@ def _cluster_spec(properties: dict[str, str]) -> ClusterSpec:
 
 def one_run(workload: DataPlaneWorkload, nats: NatsWorkload | None, *, base_dir: Path | None,
             profile_dir: Path | None, properties: dict[str, str],
-            idempotence_pair: bool = False, java: KafkaDistribution | None = None
-            ) -> DataPlaneRun:
+            idempotence_pair: bool = False, java: KafkaDistribution | None = None,
+            kafka: KafkaDistribution | None = None, perf_records: int = 500_000,
+            kills: int = 3, say: Callable[[str], None] = print) -> DataPlaneRun:
+    """pykraft's cluster, then (each after the other has stopped) the NATS peer and the
+    Kafka peer. ``kafka``: the jars for the Kafka peer and for Kafka's perf tools as a
+    second load of both clusters; None runs neither."""
+    options = SideOptions(idempotence_pair=idempotence_pair, java=java, perf_tools=kafka,
+                          perf_records=perf_records, kills=kills, profile_dir=profile_dir)
     base = Path(tempfile.mkdtemp(prefix="data-plane-", dir=base_dir))
     done = False
+    cluster = LocalCluster(base / "cluster", _cluster_spec(properties))
     try:
-        with LocalCluster(base / "cluster", _cluster_spec(properties)) as cluster:
-            run = _Run(cluster, workload, base, profile_dir)
-            create_topic(run.bootstrap, TOPIC, workload)
-            wait_for_leaders(run.bootstrap, workload.partitions)
-            produce = {acks: run.produce(acks) for acks in ACK_LEVELS}
-            # right after the produce phases, on the same cluster and topic
-            idempotence = ({name: run.produce_idempotence(name) for name in IDEMPOTENCE_PAIR}
-                           if idempotence_pair else {})
-            java_idempotence = {}
-            if idempotence_pair and java is not None:
-                records = java_records(idempotence["off"], workload)
-                java_idempotence = {name: run.produce_idempotence_java(name, java, records)
-                                    for name in JAVA_IDEMPOTENCE_PAIR}
-            latency = {acks: run.latency(acks) for acks in ACK_LEVELS}
-            consume = run.consume()
+        run = measure_cluster(cluster, lambda: cluster.node_ids, workload, base, options,
+                              jvm=False, say=say)
         done = True
     finally:
+        cluster.close()
         if done:
             shutil.rmtree(base, ignore_errors=True)
         else:
             print(f"the cluster's data and logs are kept in {base}", file=sys.stderr)
-    return DataPlaneRun(produce=produce, latency=latency, consume=consume,
-                        nats=_nats_or_none(nats), idempotence=idempotence,
-                        java_idempotence=java_idempotence)
+    return attrs.evolve(run, nats=_nats_or_none(nats),
+                        kafka=_kafka_or_none(workload, kafka, options, base_dir, say))
 
 
-def _java_or_none(say: Callable[[str], None]) -> KafkaDistribution | None:
-    """The pinned Kafka's jars for the Java client's pair, or None (said) when they cannot
-    be had: the librdkafka pair's figures must not be lost to a missing JDK."""
+def _kafka_or_none(workload: DataPlaneWorkload, kafka: KafkaDistribution | None,
+                   options: SideOptions, base_dir: Path | None, say: Callable[[str], None]
+                   ) -> DataPlaneRun | None:
+    """The Kafka peer's run, or None (said) when it was not asked for or failed: a failure
+    of the peer must not throw away pykraft's figures of the same run."""
+    if kafka is None:
+        return None
+    try:
+        return run_kafka_peer(workload, kafka, options, base_dir=base_dir, say=say)
+    except Exception as exc:  # any failure of the peer: reported, then skipped
+        say(f"the Kafka peer failed in this run, no ratio from it: {exc!r}")
+        return None
+
+
+def _java_or_none(say: Callable[[str], None], what: str = "Java client pair"
+                  ) -> KafkaDistribution | None:
+    """The pinned Kafka's jars (the Java client's pair, the Kafka peer, its perf tools), or
+    None (said) when they cannot be had: pykraft's figures must not be lost to a missing
+    JDK."""
     try:
         return resolve_kafka()
     except Exception as exc:  # no java, no mvn, no network: reported, then skipped
-        say(f"no Java client pair: Kafka's jars could not be resolved: {exc}")
+        say(f"no {what}: Kafka's jars could not be resolved: {exc}")
         return None
 
 
@@ -368,6 +258,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                              "and off at max.in.flight=5 (issue 19)")
     parser.add_argument("--no-java", action="store_true",
                         help="with --idempotence-pair: skip the Java client's pair")
+    parser.add_argument("--kafka", action=argparse.BooleanOptionalAction, default=True,
+                        help="the Apache Kafka peer and Kafka's perf tools as a second load "
+                             "(--no-kafka skips both; skipped, said, without the jars)")
+    parser.add_argument("--perf-records", type=int, default=500_000,
+                        help="records of kafka-producer-perf-test, the same on both clusters")
+    parser.add_argument("--kills", type=int, default=3,
+                        help="kill -9 failovers of a partition leader per run and cluster")
     parser.add_argument("--profile", default=None, metavar="DIR",
                         help="one extra run with py-spy on a broker; summaries in DIR")
     parser.add_argument("--rss-partitions", type=int, default=0,
@@ -405,11 +302,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             latency_messages=args.latency, base_dir=base_dir)
         profile_dir = Path(args.profile) if args.profile else None
         java = _java_or_none(say) if args.idempotence_pair and not args.no_java else None
+        kafka = _java_or_none(say, "Kafka peer and perf tools") if args.kafka else None
         runs = []
         for i in range(args.runs):
             runs.append(one_run(workload, nats, base_dir=base_dir, profile_dir=None,
                                 properties=properties, idempotence_pair=args.idempotence_pair,
-                                java=java))
+                                java=java, kafka=kafka, perf_records=args.perf_records,
+                                kills=args.kills, say=say))
             say(f"run {i + 1}/{args.runs} done")
         header = (f"{command}  ({date.today()})\n\n3 controllers + 3 brokers on loopback, "
                   f"Kafka's default settings; topic of {workload.partitions} partitions, RF "
@@ -430,12 +329,26 @@ def main(argv: Sequence[str] | None = None) -> None:
                     "the same linger.ms and batch.size, buffer.memory 256 MiB, its default "
                     "max.in.flight 5, enable.idempotence true then false; as many records as "
                     "the librdkafka 'off' phase produced in a phase's seconds")
-        report(runs, header, settings, out)
+        if kafka is not None:
+            settings["Kafka peer"] = kafka_settings()
+            settings["perf tools (both clusters)"] = (
+                f"kafka-producer-perf-test, {args.perf_records:,} records, acks=all, the "
+                "producer's linger.ms and batch.size, the Java client's default idempotence "
+                "(on), -Xmx512M; kafka-consumer-perf-test of the whole topic at its defaults "
+                "(MB/s over its fetch time, the group's join left out)")
+        settings["failure probes"] = (
+            "start: processes launched -> first acked produce (a probe in the bench process "
+            "creating a 1-partition RF 3 topic and producing at acks=all, 50-200 ms client "
+            f"backoff), one per fresh cluster; failover: {args.kills} kill(s) -9 of the probe "
+            "partition's leader per run, one record every 5 ms at acks=all (librdkafka's "
+            "defaults), kill -> first ack of a record sent after the kill, the broker "
+            "restarted and the ISR full before the next")
+        report(runs, header, settings, out, more=lambda write: kafka_report(runs, write))
         if profile_dir is not None:
             # after the report: a failure here must not lose the figures
             profile_dir.mkdir(parents=True, exist_ok=True)
             one_run(workload, None, base_dir=base_dir, profile_dir=profile_dir,
-                    properties=properties)
+                    properties=properties, kills=0, say=say)
             _write_profiles(profile_dir, out)
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n")

@@ -5,6 +5,9 @@
 figure's median over runs on its own; ``ratios`` divides pykraft's medians by the
 NATS peer's from the same runs; ``goal_gaps`` says how far each figure is from
 its goal. Pure, so that the unit tests check the arithmetic without a cluster.
+Kafka's perf tools, the failure probes (``start_to_produce_ms``, ``leader_failover_ms``)
+and each server's memory are in a run too; ``DataPlaneRun.kafka`` holds the Apache
+Kafka peer's run of the same phases (``bench.peer_figures`` compares the two).
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ __all__ = [
     "IDEMPOTENCE_RATIO",
     "JAVA_IDEMPOTENCE_CPU_RATIO",
     "JAVA_IDEMPOTENCE_RATIO",
+    "PERF_TOOLS",
     "DataPlaneRun",
     "Goal",
+    "NodeMemory",
     "RssFigures",
     "broker_cpu_ms_per_mb",
     "goal_gaps",
@@ -33,6 +38,20 @@ __all__ = [
     "nats_counterpart",
     "ratios",
 ]
+
+
+# Kafka's perf tools as a second load: phase name -> headline key
+PERF_TOOLS: Final = {"producer perf test": "perf_producer_mb_per_s",
+                     "consumer perf test": "perf_consumer_mb_per_s"}
+
+
+@attrs.frozen(kw_only=True)
+class NodeMemory:
+    """One server process at the end of a run: its resident set and, for a JVM, the heap
+    in use after a full GC (None for pykraft's Python processes)."""
+
+    rss_bytes: int
+    heap_used_bytes: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -47,6 +66,17 @@ class DataPlaneRun:
     idempotence: Mapping[str, ThroughputFigures] = attrs.field(factory=dict)
     # --idempotence-pair with the Java client's perf test as the load: "on", "off"
     java_idempotence: Mapping[str, ThroughputFigures] = attrs.field(factory=dict)
+    # Kafka's perf tools against this cluster (a name in PERF_TOOLS -> figures); empty
+    # when the jars could not be had
+    perf_tools: Mapping[str, ThroughputFigures] = attrs.field(factory=dict)
+    # "broker-4", "controller-1" ... -> the process's memory at the end of the run
+    memory: Mapping[str, NodeMemory] = attrs.field(factory=dict)
+    # kill -9 of a partition leader -> the next acknowledged produce at acks=all, ms, one
+    # per kill; and processes launched -> first acknowledged produce, ms (a fresh cluster)
+    failover_ms: tuple[float, ...] = ()
+    start_to_produce_ms: float | None = None
+    # the Kafka peer's run of the same phases (its own ``kafka`` is None), after this one
+    kafka: DataPlaneRun | None = None
 
     def headline(self) -> dict[str, float]:
         figures = {f"produce_mb_per_s_acks_{a}": f.mb_per_s for a, f in self.produce.items()}
@@ -64,6 +94,13 @@ class DataPlaneRun:
             figures[f"e2e_p50_ms_acks_{acks}"] = lat.delivery_p50_ms
             figures[f"e2e_p99_ms_acks_{acks}"] = lat.delivery_p99_ms
         figures["consume_mb_per_s"] = self.consume.mb_per_s
+        for name, key in PERF_TOOLS.items():
+            if name in self.perf_tools:
+                figures[key] = self.perf_tools[name].mb_per_s
+        if self.start_to_produce_ms is not None:
+            figures["start_to_produce_ms"] = self.start_to_produce_ms
+        if self.failover_ms:
+            figures["leader_failover_ms"] = statistics.median(self.failover_ms)
         return figures
 
 
@@ -102,8 +139,10 @@ def median_figures(runs: Sequence[DataPlaneRun]) -> dict[str, float]:
     """Each headline figure's median over ``runs``, taken figure by figure."""
     if not runs:
         raise ValueError("no runs to take the median of")
-    keys = runs[0].headline().keys()
-    return {key: statistics.median(run.headline()[key] for run in runs) for key in keys}
+    heads = [run.headline() for run in runs]
+    # a figure one run could not measure (a failed probe) is the median of the others'
+    keys = dict.fromkeys(key for head in heads for key in head)
+    return {key: statistics.median(head[key] for head in heads if key in head) for key in keys}
 
 
 def nats_counterpart(key: str, nats: Mapping[str, float]) -> float | None:
@@ -113,7 +152,7 @@ def nats_counterpart(key: str, nats: Mapping[str, float]) -> float | None:
     of acks=all; acks=1 and 0 are compared with it too, as what a user of either
     system gets). Latency: publish -> ack for the delivery report, publish ->
     delivery for end to end. Consume: consume."""
-    if "idempotence" in key:
+    if "idempotence" in key or key.startswith("perf_") or key in _KAFKA_ONLY:
         return None  # the pair is compared with itself (IDEMPOTENCE_RATIO), not with NATS
     if key.startswith("produce_mb_per_s"):
         publish = [v for k, v in nats.items() if k.startswith("publish_mb_per_s")]
@@ -126,6 +165,10 @@ def nats_counterpart(key: str, nats: Mapping[str, float]) -> float | None:
     if key.startswith("e2e_p99_ms"):
         return nats.get("delivery_p99_ms")
     return nats.get(key)
+
+
+# figures the NATS peer does not measure: compared with the Kafka peer alone
+_KAFKA_ONLY: Final = ("start_to_produce_ms", "leader_failover_ms")
 
 
 def ratios(runs: Sequence[DataPlaneRun]) -> dict[str, float]:

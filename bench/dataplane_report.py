@@ -20,6 +20,7 @@ from bench.dataplane_figures import (
     IDEMPOTENCE_RATIO,
     JAVA_IDEMPOTENCE_CPU_RATIO,
     JAVA_IDEMPOTENCE_RATIO,
+    PERF_TOOLS,
     DataPlaneRun,
     RssFigures,
     goal_gaps,
@@ -32,8 +33,9 @@ from bench.dataplane_figures import (
 from bench.dataplane_lineup import IDEMPOTENCE_PAIR
 from bench.nats_figures import median_headline
 from bench.nats_report import Phase, cpu_table
+from bench.peer_figures import kafka_ratios
 
-__all__ = ["cell", "cpu_rows", "figure_rows", "idempotence_label", "report", "rss_report"]
+__all__ = ["cell", "cpu_rows", "figure_label", "figure_rows", "idempotence_label", "report", "rss_report"]
 
 _MIB = 1024 * 1024
 
@@ -50,13 +52,21 @@ def cell(values: Sequence[float], digits: int) -> str:
     return f"{fmt(statistics.median(values))} [{fmt(min(values))}-{fmt(max(values))}]"
 
 
-def _label(key: str) -> tuple[str, int]:
+def figure_label(key: str) -> tuple[str, int]:
     fixed = {
         IDEMPOTENCE_RATIO: ("idempotence on / off, acks=all, MB/s within each run", 3),
         IDEMPOTENCE_CPU_RATIO: ("idempotence on / off, brokers' CPU per MB", 3),
         JAVA_IDEMPOTENCE_RATIO: ("Java client: idempotence on / off, MB/s within each run", 3),
         JAVA_IDEMPOTENCE_CPU_RATIO: ("Java client: idempotence on / off, brokers' CPU per MB",
                                      3),
+        PERF_TOOLS["producer perf test"]: (
+            "kafka-producer-perf-test MB/s, acks=all, the same batching", 1),
+        PERF_TOOLS["consumer perf test"]: (
+            "kafka-consumer-perf-test MB/s, the whole topic (fetch time)", 1),
+        "start_to_produce_ms": ("cluster start (processes launched) -> first acked produce "
+                                "(ms)", 0),
+        "leader_failover_ms": ("kill -9 of a partition leader -> next acked produce, "
+                               "acks=all (ms, median of the run's kills)", 0),
     }
     if key in fixed:
         return fixed[key]
@@ -84,9 +94,10 @@ def figure_rows(runs: Sequence[DataPlaneRun]) -> list[str]:
     ratio = ratios(runs)
     lines = ["| measure | pykraft | NATS JetStream R3 (same runs) | pykraft / NATS |",
              "| --- | ---: | ---: | ---: |"]
-    for key in runs[0].headline():
-        label, digits = _label(key)
-        ours = cell([r.headline()[key] for r in runs], digits)
+    heads = [r.headline() for r in runs]
+    for key in median_figures(runs):
+        label, digits = figure_label(key)
+        ours = cell([h[key] for h in heads if key in h], digits)
         theirs = [v for v in (nats_counterpart(key, h) for h in nats_runs) if v is not None]
         peer = cell(theirs, digits) if nats_counterpart(key, nats_median) is not None else ""
         factor = f"{ratio[key]:.2f}" if key in ratio else ""
@@ -112,6 +123,7 @@ def _phases(run: DataPlaneRun) -> list[Phase]:
     phases += [(f"latency acks={a}", f.cpu_percent, f.machine_busy_percent)
                for a, f in run.latency.items()]
     phases.append(("consume", run.consume.cpu_percent, run.consume.machine_busy_percent))
+    phases += [(name, f.cpu_percent, f.machine_busy_percent) for name, f in run.perf_tools.items()]
     return phases
 
 
@@ -131,7 +143,9 @@ def cpu_rows(runs: Sequence[DataPlaneRun]) -> list[str]:
 
 
 def report(runs: Sequence[DataPlaneRun], header: str, settings: Mapping[str, str],
-           out: Callable[[str], None] = print) -> None:
+           out: Callable[[str], None] = print,
+           more: Callable[[Callable[[str], None]], None] | None = None) -> None:
+    """The report; ``more`` writes further sections (the Kafka peer's) before the JSON."""
     out(header + "\n")
     for who, text in settings.items():
         out(f"- {who}: {text}")
@@ -146,8 +160,10 @@ def report(runs: Sequence[DataPlaneRun], header: str, settings: Mapping[str, str
         out(line)
     if any(r.nats is not None for r in runs):
         out("\nThe NATS peer's own CPU table is in its JSON below (bench.nats_report's shape).")
+    if more is not None:
+        more(out)
     out("\n" + json.dumps({"bench": "bench_data_plane", "median": median_figures(runs),
-                           "ratios": ratios(runs),
+                           "ratios": ratios(runs), "kafka_ratios": kafka_ratios(runs),
                            "runs": [cattrs.unstructure(r) for r in runs]}))
 
 
