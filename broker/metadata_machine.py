@@ -110,6 +110,9 @@ class BrokerMetadataMachine:
             f"{self.broker_id}, which has no controller"
         )
 
+    def broker_connection_lost(self, broker_id: int, now_ms: int) -> None:
+        """A broker has no controller listener, so no broker heartbeats to it."""
+
     def proposed(self, offsets: OffsetRange) -> None:
         raise AssertionError(f"broker {self.broker_id} never proposes records ({offsets})")
 

@@ -10,6 +10,13 @@ Per broker: the time of its last successful heartbeat or registration, the
 metadata offset it last reported (inclusive: the last record it applied) and,
 while it is in controlled shutdown, the offset of the record that took its
 leaderships away. Whether a broker is fenced is not kept here: the image says.
+
+A broker whose every connection to this controller closed (a killed process's
+sockets are closed by its kernel) is judged by a shorter clock: its session
+expires ``lost_grace_ms`` after the loss unless it is heard from again first
+(``connection_lost``; pykraft's departure from Kafka, which waits for the full
+session: docs/design.md). A paused or partitioned broker keeps its
+connections open and gets the whole session, as in Kafka.
 """
 
 from __future__ import annotations
@@ -27,11 +34,15 @@ class _Session:
     metadata_offset: int = -1
     # the last offset of the records that moved its leaderships away; -1: none
     controlled_shutdown_offset: int = -1
+    # when its last connection closed with no contact since; None: connected or heard from
+    lost_at_ms: int | None = None
 
 
 class BrokerSessions:
-    def __init__(self) -> None:
+    def __init__(self, lost_grace_ms: int | None = None) -> None:
         self._sessions: dict[int, _Session] = {}
+        # None: a closed connection changes nothing (the session runs its full length)
+        self._lost_grace_ms = lost_grace_ms
 
     def __contains__(self, broker_id: object) -> bool:
         return broker_id in self._sessions
@@ -64,6 +75,14 @@ class BrokerSessions:
         else:
             session.last_contact_ms = max(session.last_contact_ms, now_ms)
             session.metadata_offset = offset
+            if session.lost_at_ms is not None and now_ms >= session.lost_at_ms:
+                session.lost_at_ms = None  # heard from since (on a new connection)
+
+    def connection_lost(self, broker_id: int, now_ms: int) -> None:
+        """Every connection ``broker_id`` heartbeat on has closed, at ``now_ms``."""
+        session = self._sessions.get(broker_id)
+        if session is not None and self._lost_grace_ms is not None:
+            session.lost_at_ms = now_ms
 
     # -- expiry ----------------------------------------------------------------------------
 
@@ -72,19 +91,32 @@ class BrokerSessions:
         session = self._sessions.get(broker_id)
         return session is not None and session.last_contact_ms + timeout_ms >= now_ms
 
+    def _last_valid_ms(self, session: _Session, timeout_ms: int) -> int:
+        """The last time at which ``session`` still counts as alive."""
+        last = session.last_contact_ms + timeout_ms
+        if session.lost_at_ms is not None and self._lost_grace_ms is not None:
+            last = min(last, session.lost_at_ms + self._lost_grace_ms)
+        return last
+
     def expired(self, now_ms: int, timeout_ms: int) -> list[int]:
-        """Brokers not heard from within ``timeout_ms``, longest silent first."""
+        """Brokers not heard from within ``timeout_ms`` (or within the grace after their
+        connections closed), longest silent first."""
         stale = [
             (s.last_contact_ms, broker_id)
             for broker_id, s in self._sessions.items()
-            if s.last_contact_ms + timeout_ms < now_ms
+            if self._last_valid_ms(s, timeout_ms) < now_ms
         ]
         return [broker_id for _, broker_id in sorted(stale)]
+
+    def lost_connection(self, broker_id: int) -> bool:
+        """Whether ``broker_id``'s connections closed and it has not been heard from since."""
+        session = self._sessions.get(broker_id)
+        return session is not None and session.lost_at_ms is not None
 
     def expiry_ms(self, broker_id: int, timeout_ms: int) -> int | None:
         """The first time at which ``broker_id``'s session counts as expired."""
         session = self._sessions.get(broker_id)
-        return None if session is None else session.last_contact_ms + timeout_ms + 1
+        return None if session is None else self._last_valid_ms(session, timeout_ms) + 1
 
     # -- what brokers reported ---------------------------------------------------------------
 

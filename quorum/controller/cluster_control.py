@@ -90,7 +90,12 @@ from quorum.controller.partition_jobs import (
     fence_job,
     removal_job,
 )
-from quorum.controller.results import Background, ControllerContext, ControllerResult
+from quorum.controller.results import (
+    Background,
+    ControllerConfig,
+    ControllerContext,
+    ControllerResult,
+)
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.broker_lifecycle import (
     BrokerHeartbeatRequest,
@@ -488,11 +493,22 @@ def fence_stale_brokers_steps(
     if broker_id is None:
         return None
     broker = image.brokers[broker_id]
-    logger.info("fencing broker %d: no heartbeat for %d ms", broker_id,
-                ctx.config.broker_session_timeout_ms)
+    if sessions.lost_connection(broker_id):
+        logger.info("fencing broker %d: its connections closed and no heartbeat followed "
+                    "within %d ms", broker_id, lost_connection_grace_ms(ctx.config))
+    else:
+        logger.info("fencing broker %d: no heartbeat for %d ms", broker_id,
+                    ctx.config.broker_session_timeout_ms)
     sessions.set_controlled_shutdown_offset(broker_id, None)
     yield from fence_job(ctx, broker_id, broker.epoch)
     return None
+
+
+def lost_connection_grace_ms(config: ControllerConfig) -> int:
+    """How long a broker whose connections to the active controller all closed has to be
+    heard from again before it is fenced: two heartbeat intervals (a live broker that lost
+    a connection reconnects and heartbeats within one), never more than its session."""
+    return min(2 * config.broker_heartbeat_interval_ms, config.broker_session_timeout_ms)
 
 
 def stale_broker(

@@ -42,6 +42,7 @@ from quorum.controller.cluster_control import (
     broker_heartbeat_steps,
     fence_key,
     fence_stale_brokers_steps,
+    lost_connection_grace_ms,
     next_fence_deadline_ms,
     register_broker_steps,
     same_registration,
@@ -116,7 +117,7 @@ class QuorumController:
         self._rng = rng
         self.committed: MetadataImage = EMPTY_IMAGE
         self.working: MetadataImage = EMPTY_IMAGE
-        self.sessions = BrokerSessions()
+        self.sessions = BrokerSessions(lost_grace_ms=lost_connection_grace_ms(config))
         # the committed image's leaderless and imbalanced partitions, kept by whoever publishes
         self.partitions = PartitionIndex()
         self._epoch: int | None = None  # the leader epoch while active
@@ -291,6 +292,13 @@ class QuorumController:
             raise TypeError(f"{type(request).__name__} is not a controller request")
         ctx = self._context(now_ms, next_offset, next_append_offset)
         return Operation(name, command(self.working, request, version, ctx))
+
+    def broker_connection_lost(self, broker_id: int, now_ms: int) -> None:
+        """Every connection ``broker_id`` heartbeat on to this node has closed: while active,
+        its session now ends one grace (two heartbeat intervals) later unless it is heard
+        from again (``BrokerSessions.connection_lost``)."""
+        if self.is_active:
+            self.sessions.connection_lost(broker_id, now_ms)
 
     def heartbeat_arrived(
         self, request: BrokerHeartbeatRequest, now_ms: int

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Final
 
 import trio
@@ -59,6 +60,9 @@ class ServerConnection:
         self._slots: deque[ResponseSlot] = deque()
         self._out_send, self._out_receive = trio.open_memory_channel[bytes](math.inf)
         self._room = trio.Event()
+        self._on_close: list[Callable[[], None]] = []
+        # requests still unanswered when the connection closed (for the close callbacks)
+        self.unanswered_at_close = 0
 
     @property
     def unanswered(self) -> int:
@@ -89,12 +93,23 @@ class ServerConnection:
             self._room = trio.Event()
             await self._room.wait()
 
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (no waiting in it) once, when the connection closes."""
+        if self.closed:
+            callback()
+        else:
+            self._on_close.append(callback)
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            self.unanswered_at_close = len(self._slots)
             self._slots.clear()
             self._out_send.close()
             self._room.set()
+            callbacks, self._on_close = self._on_close, []
+            for callback in callbacks:
+                callback()
 
     async def write_loop(self, stream: trio.abc.SendStream) -> None:
         """Send released frames, several per write when they are waiting together."""

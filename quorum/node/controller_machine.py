@@ -151,6 +151,9 @@ class ControllerMachine:
         self.follower.observe(ready)
         self._follow_leadership(core, now_ms)
 
+    def broker_connection_lost(self, broker_id: int, now_ms: int) -> None:
+        self.controller.broker_connection_lost(broker_id, now_ms)
+
     def call(self, item: ControllerCall, core: RaftCore, now_ms: int) -> None:
         if not self.controller.is_active or core.next_append_offset is None:
             leader = core.leader_id

@@ -67,6 +67,7 @@ async def serve_controller_listener(
         leader_id=lambda: driver.leader.leader_id,
         submit=driver.submit,
         image=lambda: machine.controller.committed,
+        notify=driver.submit_nowait,
     )
     listeners = await bind_listener(settings.listener_name, settings.bind_host, settings.bind_port)
     await serve_listener(nursery, listeners, router, max_frame_bytes=settings.max_request_bytes)

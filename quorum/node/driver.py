@@ -44,6 +44,7 @@ from quorum.node.connection import ResponseSlot
 from quorum.node.inputs import (
     Append,
     AppendOutcome,
+    BrokerConnectionLost,
     ConnectionFailed,
     ControllerCall,
     Input,
@@ -196,6 +197,16 @@ class CoreDriver:
             self._inbox_send.send_nowait(item)
         except trio.WouldBlock:
             await self._inbox_send.send(item)
+
+    def submit_nowait(self, item: Input) -> None:
+        """``item`` if the inbox has room, else dropped (for notices that only speed
+        something up, such as a broker's closed connections: the session still expires)."""
+        if self._closed:
+            return
+        try:
+            self._inbox_send.send_nowait(item)
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            logger.debug("inbox full: %r dropped", item)
 
     def close(self) -> None:
         """The node stops: appends still waiting, or queued, fail (nothing is sent)."""
@@ -377,6 +388,10 @@ class CoreDriver:
             machine = self._machine
             assert machine is not None, "a controller request reached a node without a controller"
             machine.call(item, core, now_ms)
+            return core.poll(now_ms)
+        if isinstance(item, BrokerConnectionLost):
+            if self._machine is not None:
+                self._machine.broker_connection_lost(item.broker_id, now_ms)
             return core.poll(now_ms)
         assert isinstance(item, Resign), item
         logger.info("resigning (epoch %d, %s)", core.epoch, core.role)

@@ -24,6 +24,7 @@ __all__ = [
     "AppendOutcome",
     "AppendReply",
     "AppendWaiter",
+    "BrokerConnectionLost",
     "ConnectionFailed",
     "ControllerCall",
     "Input",
@@ -77,6 +78,13 @@ class Resign:
 
 
 @attrs.frozen
+class BrokerConnectionLost:
+    """Every connection on which ``broker_id`` sent heartbeats to this node has closed."""
+
+    broker_id: int
+
+
+@attrs.frozen
 class ControllerCall:
     """A request for the controller state machine; ``reply`` gets its response."""
 
@@ -87,6 +95,7 @@ class ControllerCall:
 
 Input: TypeAlias = (
     InboundRequest | InboundResponse | ConnectionFailed | Append | Resign | ControllerCall
+    | BrokerConnectionLost
 )
 
 

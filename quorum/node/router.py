@@ -18,7 +18,14 @@ from typing import Any, Final
 
 from quorum.controller.image import EMPTY_IMAGE, MetadataImage
 from quorum.node.connection import ResponseSlot, ServerConnection
-from quorum.node.inputs import Append, AppendOutcome, ControllerCall, Input, append_problem
+from quorum.node.inputs import (
+    Append,
+    AppendOutcome,
+    BrokerConnectionLost,
+    ControllerCall,
+    Input,
+    append_problem,
+)
 from quorum.node.local_answers import ListenerApis, ListenerRouter
 from quorum.node.settings import NodeSettings
 from quorum.raft import InboundRequest
@@ -49,6 +56,7 @@ _LOCAL_APIS: Final = frozenset({API_VERSIONS_KEY, 60, PYKRAFT_DESCRIBE_IMAGE_KEY
 # the requests the active controller turns into metadata records (or reads)
 CONTROLLER_APIS: Final = frozenset({19, 20, 32, 37, 43, 44, 45, 46, 56, 62, 63, 64, 67})
 _SERVED: Final = _CORE_APIS | _LOCAL_APIS | {PYKRAFT_APPEND_KEY}
+_BROKER_HEARTBEAT: Final = 63
 _BROKER_ENDPOINT_TYPE: Final = 1
 _CONTROLLER_ENDPOINT_TYPE: Final = 2
 
@@ -93,6 +101,7 @@ class RequestRouter(ListenerRouter):
         submit: Callable[[Input], Awaitable[None]],
         with_controller: bool = True,
         image: Callable[[], MetadataImage] = lambda: EMPTY_IMAGE,
+        notify: Callable[[Input], None] | None = None,
     ) -> None:
         super().__init__(
             ListenerApis(
@@ -105,17 +114,46 @@ class RequestRouter(ListenerRouter):
         self._image = image
         self._leader_id = leader_id
         self._submit = submit
+        # told (without waiting) when a broker's last heartbeat connection closes
+        self._notify = notify
+        # broker id -> its open connections that carried its heartbeats
+        self._heartbeat_connections: dict[int, set[ServerConnection]] = {}
 
     async def route(self, conn: ServerConnection, header: RequestHeader, message: Any) -> None:
         slot = conn.new_slot(header)
         if header.api_key in _CORE_APIS:
             await self._submit(InboundRequest(slot, message))
         elif header.api_key in CONTROLLER_APIS:
+            if header.api_key == _BROKER_HEARTBEAT:
+                self._track_heartbeats(conn, message.broker_id)
             await self._submit(ControllerCall(message, header.api_version, slot.complete))
         elif header.api_key == PYKRAFT_APPEND_KEY:
             await self._append(slot, message)
         else:
             slot.complete(await self._answer_locally(header.api_version, message))
+
+    def _track_heartbeats(self, conn: ServerConnection, broker_id: int) -> None:
+        """Remember that ``broker_id`` heartbeats on ``conn``; when its last such connection
+        closes with nothing unanswered (a killed broker's kernel closes them), tell the
+        controller. A connection closed while a request waits is most likely the broker
+        giving up on a slow answer (it reconnects and asks again): not told, so a loaded
+        controller never fences a live broker by it."""
+        if self._notify is None:
+            return
+        open_ones = self._heartbeat_connections.setdefault(broker_id, set())
+        if conn in open_ones:
+            return
+        open_ones.add(conn)
+
+        def closed() -> None:
+            open_ones.discard(conn)
+            if not open_ones and self._heartbeat_connections.get(broker_id) is open_ones:
+                del self._heartbeat_connections[broker_id]
+                if conn.unanswered_at_close == 0:
+                    assert self._notify is not None
+                    self._notify(BrokerConnectionLost(broker_id))
+
+        conn.on_close(closed)
 
     async def _append(self, slot: ResponseSlot, message: PykraftAppendRequest) -> None:
         reply = SlotAppendReply(slot)

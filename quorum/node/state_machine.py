@@ -58,6 +58,10 @@ class StateMachineHook(Protocol):
 
     def call(self, item: ControllerCall, core: RaftCore, now_ms: int) -> None: ...
 
+    def broker_connection_lost(self, broker_id: int, now_ms: int) -> None:
+        """Every connection on which ``broker_id`` heartbeat to this node has closed."""
+        ...
+
     def proposed(self, offsets: OffsetRange) -> None: ...
 
     def has_work(self, now_ms: int) -> bool: ...
@@ -97,6 +101,9 @@ class FanOutHook:
 
     def call(self, item: ControllerCall, core: RaftCore, now_ms: int) -> None:
         self.primary.call(item, core, now_ms)
+
+    def broker_connection_lost(self, broker_id: int, now_ms: int) -> None:
+        self.primary.broker_connection_lost(broker_id, now_ms)
 
     def proposed(self, offsets: OffsetRange) -> None:
         self.primary.proposed(offsets)

@@ -67,14 +67,16 @@ def broker_config(
 
 
 def controller_and_broker_config(
-    root: Path, **broker: Any
+    root: Path, *, liveness: dict[str, str] = LIVENESS, **broker: Any
 ) -> tuple[ControllerNode, ServerConfig]:
-    """A one-voter controller node (not started) and the config of a broker of its quorum."""
+    """A one-voter controller node (not started) and the config of a broker of its quorum;
+    ``liveness`` (heartbeat interval, session timeout) for both."""
     controller_port, broker_port = free_ports(2)
     controller = ControllerNode.from_config(
-        controller_config(root, 1, [controller_port], extra=LIVENESS), seed=1
+        controller_config(root, 1, [controller_port], extra=liveness), seed=1
     )
-    return controller, broker_config(root, [controller_port], broker_port, **broker)
+    extra = {**liveness, **broker.pop("extra", {})}
+    return controller, broker_config(root, [controller_port], broker_port, extra=extra, **broker)
 
 
 @contextlib.asynccontextmanager

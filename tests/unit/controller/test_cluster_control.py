@@ -9,7 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quorum.controller.broker_sessions import BrokerSessions
-from quorum.controller.cluster_control import next_fence_deadline_ms, register_broker
+from quorum.controller.cluster_control import (
+    lost_connection_grace_ms,
+    next_fence_deadline_ms,
+    register_broker,
+)
 from quorum.controller.image import NO_LEADER, BrokerEndpoint
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages.broker_lifecycle import BrokerRegistrationRequestFeature
@@ -19,7 +23,7 @@ from quorum.wire.messages.metadata_records import (
     RegisterBrokerRecord,
     UnregisterBrokerRecord,
 )
-from tests.unit.controller.cluster_world import SESSION_MS, Cluster, registration_request
+from tests.unit.controller.cluster_world import CONFIG, SESSION_MS, Cluster, registration_request
 
 # -- registration --
 
@@ -422,3 +426,67 @@ def test_a_late_touch_never_moves_a_sessions_last_contact_back() -> None:
     sessions.touch(1, 3_000, offset=8)
     assert sessions.expiry_ms(1, SESSION_MS) == 5_000 + SESSION_MS + 1
     assert sessions.metadata_offset(1) == 8
+
+
+# -- a broker whose connections closed --
+
+GRACE_MS = lost_connection_grace_ms(CONFIG)  # two heartbeat intervals (Kafka's default 2 s)
+
+
+def _with_grace() -> Cluster:
+    return Cluster(sessions=BrokerSessions(lost_grace_ms=GRACE_MS))
+
+
+def test_the_grace_is_two_heartbeat_intervals_and_never_more_than_the_session() -> None:
+    assert GRACE_MS == 2 * CONFIG.broker_heartbeat_interval_ms < SESSION_MS
+    short = attrs.evolve(CONFIG, broker_session_timeout_ms=1_000)
+    assert lost_connection_grace_ms(short) == 1_000
+
+
+def test_a_broker_whose_connections_closed_is_fenced_after_the_grace_not_the_session() -> None:
+    cluster = _with_grace()
+    cluster.start(1, 2)
+    cluster.add_topic("t", [1, 2])
+    cluster.heartbeat(1)
+    cluster.sessions.connection_lost(1, cluster.now_ms)
+    lost_at = cluster.now_ms
+    assert next_fence_deadline_ms(cluster.image, cluster.sessions, SESSION_MS) == \
+        lost_at + GRACE_MS + 1
+    cluster.advance(GRACE_MS)
+    cluster.heartbeat(2)
+    assert cluster.fence_stale().records == (), "not before the grace has run out"
+    cluster.advance(1)
+    cluster.heartbeat(2)
+    assert cluster.fence_stale().records
+    assert cluster.image.brokers[1].fenced and not cluster.image.brokers[2].fenced
+    assert cluster.partition("t").leader == 2
+
+
+def test_a_heartbeat_after_the_loss_gives_back_the_whole_session() -> None:
+    # a live broker that lost its connection reconnects and heartbeats within the grace
+    cluster = _with_grace()
+    cluster.start(1)
+    cluster.sessions.connection_lost(1, cluster.now_ms)
+    cluster.advance(GRACE_MS // 2)
+    cluster.heartbeat(1)
+    cluster.advance(SESSION_MS - 1)
+    assert cluster.fence_stale().records == ()
+    assert not cluster.image.brokers[1].fenced
+
+
+def test_a_silent_broker_with_open_connections_gets_the_whole_session() -> None:
+    # paused (SIGSTOP) or partitioned: its sockets stay open, no loss is reported
+    cluster = _with_grace()
+    cluster.start(1)
+    cluster.advance(SESSION_MS)
+    assert cluster.fence_stale().records == ()
+    cluster.advance(1)
+    assert cluster.fence_stale().records and cluster.image.brokers[1].fenced
+
+
+def test_without_a_grace_a_lost_connection_changes_nothing() -> None:
+    cluster = Cluster()  # BrokerSessions() as a standby or a test builds them
+    cluster.start(1)
+    cluster.sessions.connection_lost(1, cluster.now_ms)
+    cluster.advance(SESSION_MS)
+    assert cluster.fence_stale().records == ()
