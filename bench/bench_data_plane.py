@@ -71,7 +71,7 @@ import attrs
 from bench.dataplane_figures import DataPlaneRun, RssFigures
 from bench.dataplane_lineup import DataPlaneWorkload
 from bench.dataplane_report import report, rss_report
-from bench.dataplane_side import SideOptions, measure_cluster
+from bench.dataplane_side import SideOptions, measure_cluster, measured_then_removed
 from bench.kafka_peer import kafka_settings, run_kafka_peer
 from bench.nats_figures import NatsFigures
 from bench.nats_lineup import NatsWorkload
@@ -108,18 +108,12 @@ def one_run(workload: DataPlaneWorkload, nats: NatsWorkload | None, *, base_dir:
     options = SideOptions(idempotence_pair=idempotence_pair, java=java, perf_tools=kafka,
                           perf_records=perf_records, kills=kills, profile_dir=profile_dir)
     base = Path(tempfile.mkdtemp(prefix="data-plane-", dir=base_dir))
-    done = False
     cluster = LocalCluster(base / "cluster", _cluster_spec(properties))
-    try:
-        run = measure_cluster(cluster, lambda: cluster.node_ids, workload, base, options,
-                              jvm=False, say=say)
-        done = True
-    finally:
-        cluster.close()
-        if done:
-            shutil.rmtree(base, ignore_errors=True)
-        else:
-            print(f"the cluster's data and logs are kept in {base}", file=sys.stderr)
+    run = measured_then_removed(
+        cluster, base,
+        lambda: measure_cluster(cluster, lambda: cluster.node_ids, workload, base, options,
+                                jvm=False, say=say),
+        "the cluster")
     return attrs.evolve(run, nats=_nats_or_none(nats),
                         kafka=_kafka_or_none(workload, kafka, options, base_dir, say))
 

@@ -10,6 +10,8 @@ and its figure left out; the phases' failures raise, as they always did.
 
 from __future__ import annotations
 
+import shutil
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -60,6 +62,27 @@ class _Cluster(ProbedCluster, Protocol):
     def broker_ids(self) -> list[int]: ...
     def address(self, node_id: int) -> tuple[str, int]: ...
     def pid(self, node_id: int) -> int: ...
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+def measured_then_removed(cluster: _Closable, base: Path, measure: Callable[[], DataPlaneRun],
+                          what: str) -> DataPlaneRun:
+    """``measure()``, then the cluster closed and ``base`` removed; kept (and named on
+    stderr) when the measurement failed, for its logs."""
+    done = False
+    try:
+        run = measure()
+        done = True
+    finally:
+        cluster.close()
+        if done:
+            shutil.rmtree(base, ignore_errors=True)
+        else:
+            print(f"{what}'s data and logs are kept in {base}", file=sys.stderr)
+    return run
 
 
 def measure_cluster(cluster: _Cluster, controllers: Callable[[], Sequence[int]],

@@ -14,8 +14,6 @@ pykraft's run carries as ``kafka``.
 
 from __future__ import annotations
 
-import shutil
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +21,7 @@ from typing import Final
 
 from bench.dataplane_figures import DataPlaneRun
 from bench.dataplane_lineup import DataPlaneWorkload
-from bench.dataplane_side import SideOptions, measure_cluster
+from bench.dataplane_side import SideOptions, measure_cluster, measured_then_removed
 from deploy.kafka import KafkaClusterSpec, KafkaDistribution, pinned_version
 from deploy.kafka_cluster import KafkaCluster
 
@@ -40,19 +38,12 @@ def run_kafka_peer(workload: DataPlaneWorkload, distribution: KafkaDistribution,
     base = Path(tempfile.mkdtemp(prefix="data-plane-kafka-", dir=base_dir))
     spec = KafkaClusterSpec(controllers=3, brokers=3, ready_timeout_s=_READY_TIMEOUT_S)
     cluster = KafkaCluster(base / "cluster", spec, distribution=distribution)
-    done = False
-    try:
-        # the profile is pykraft's (py-spy samples Python); Kafka's side runs without it
-        run = measure_cluster(cluster, lambda: cluster.controller_ids, workload, base,
-                              _without_profile(options), jvm=True, say=say)
-        done = True
-    finally:
-        cluster.close()
-        if done:
-            shutil.rmtree(base, ignore_errors=True)
-        else:
-            print(f"the Kafka cluster's data and logs are kept in {base}", file=sys.stderr)
-    return run
+    # the profile is pykraft's (py-spy samples Python); Kafka's side runs without it
+    return measured_then_removed(
+        cluster, base,
+        lambda: measure_cluster(cluster, lambda: cluster.controller_ids, workload, base,
+                                _without_profile(options), jvm=True, say=say),
+        "the Kafka cluster")
 
 
 def _without_profile(options: SideOptions) -> SideOptions:

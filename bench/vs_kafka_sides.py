@@ -34,7 +34,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import attrs
 import trio
@@ -227,14 +227,19 @@ def create_each(side: Side, topics: Sequence[tuple[str, int]], *,
     return took
 
 
+def _answer(side: Side, broker: int, request: Any) -> Any | None:
+    """Broker ``broker``'s answer to ``request``, or None if it does not answer."""
+    try:
+        return request_at(side.broker_address(broker), request, timeout=_METADATA_TIMEOUT_S)
+    except (ClientError, OSError):
+        return None
+
+
 def leaders_known(side: Side, broker: int, prefix: str) -> int | None:
     """How many partitions of the topics named ``prefix...`` broker ``broker`` knows with
     a leader (Metadata for all topics); None if it does not answer."""
-    try:
-        answer: MetadataResponse = request_at(
-            side.broker_address(broker), MetadataRequest(topics=None),
-            timeout=_METADATA_TIMEOUT_S)
-    except (ClientError, OSError):
+    answer: MetadataResponse | None = _answer(side, broker, MetadataRequest(topics=None))
+    if answer is None:
         return None
     return sum(
         1 for topic in answer.topics
@@ -247,11 +252,9 @@ def leaders_known(side: Side, broker: int, prefix: str) -> int | None:
 def replicas_hosted(side: Side, broker: int, prefix: str) -> int | None:
     """How many replicas of the topics named ``prefix...`` broker ``broker`` hosts, as it
     reports them (DescribeLogDirs of every topic); None if it does not answer."""
-    try:
-        answer: DescribeLogDirsResponse = request_at(
-            side.broker_address(broker), DescribeLogDirsRequest(topics=None),
-            timeout=_METADATA_TIMEOUT_S)
-    except (ClientError, OSError):
+    answer: DescribeLogDirsResponse | None = _answer(
+        side, broker, DescribeLogDirsRequest(topics=None))
+    if answer is None:
         return None
     return sum(
         len(topic.partitions) for result in answer.results

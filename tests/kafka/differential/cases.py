@@ -101,7 +101,7 @@ from quorum.wire.messages import (
 )
 from quorum.wire.records import build_batch_from_values
 
-from .corpus import Case, CaseError, Session
+from .corpus import Case, CaseError, Session, until
 from .wire import Outcome, frame, request_frame, with_unknown_tag
 
 __all__ = ["CASES", "DATA_TOPIC", "prepare"]
@@ -142,18 +142,16 @@ def _elect_preferred(topic: str) -> ElectLeadersRequest:
 
 
 def _wait_for(session: Session, topic: str, done: Any, what: str) -> None:
-    deadline = time.monotonic() + 30.0
-    while time.monotonic() < deadline:
-        if done(session.partitions(topic, fresh=True)[0]):
-            return
-        time.sleep(0.1)
-    raise CaseError(f"{session.name}: {topic} never showed {what}")
+    until(lambda: done(session.partitions(topic, fresh=True)[0]),
+          f"{session.name}: {topic} showing {what}")
 
 
 # The records' timestamp: one value for both clusters, and recent, or a broker's time
 # retention (7 days) would delete them (pykraft checks retention sooner than Kafka's 5 min).
 NOW_MS: Final = int(time.time()) // 3600 * 3600 * 1000
 HOUR_MS: Final = 3_600_000
+# how long a client retries while a coordinator loads (about 50 retries of 0.1 s before)
+_RETRY_S: Final = 5.0
 
 
 def _batch(values: Sequence[bytes], *, partition_leader_epoch: int = -1) -> bytes:
@@ -542,13 +540,17 @@ def _retrying(s: Session, node: int, msg: Any, v: int) -> Outcome:
     """As a client does: again while the answer is COORDINATOR_LOAD_IN_PROGRESS (14) or
     COORDINATOR_NOT_AVAILABLE (15) (Kafka's broker fetches its first producer id block
     from the controller, and loads a coordinator's partition, on first use)."""
-    outcome = s.send(node, msg, v)
-    for _ in range(50):
-        if getattr(getattr(outcome, "message", None), "error_code", 0) not in (14, 15):
-            break
-        time.sleep(0.1)
-        outcome = s.send(node, msg, v)
-    return outcome
+    last: list[Outcome] = []
+
+    def settled() -> Outcome | None:
+        last.append(s.send(node, msg, v))
+        code = getattr(getattr(last[-1], "message", None), "error_code", 0)
+        return last[-1] if code not in (14, 15) else None
+
+    try:
+        return until(settled, "an answer other than a coordinator loading", _RETRY_S)
+    except CaseError:
+        return last[-1]  # still retriable after the client's patience: compared as it is
 
 
 def _transaction_coordinator(s: Session) -> int:

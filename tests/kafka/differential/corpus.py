@@ -10,12 +10,13 @@ go, so the same case finds the leader, a follower or the coordinator on either s
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import attrs
 
+from deploy.layout import LaunchError
+from deploy.waiting import wait_until
 from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import CLIENT_LISTENER_VERSIONS, CONTROLLER_LISTENER_VERSIONS
 from quorum.wire.messages import (
@@ -39,6 +40,18 @@ _WAIT_S: Final = 30.0
 
 class CaseError(AssertionError):
     """A case could not run as written (a setup step failed): not a difference."""
+
+
+T = TypeVar("T")
+
+
+def until(condition: Callable[[], T | None], what: str, timeout: float = _WAIT_S) -> T:
+    """``deploy.waiting.wait_until``, failing with CaseError (a setup step, not a
+    difference) when ``condition`` is not met within ``timeout``."""
+    try:
+        return wait_until(condition, what, timeout)
+    except LaunchError as exc:
+        raise CaseError(str(exc)) from None
 
 
 class Session:
@@ -105,11 +118,10 @@ class Session:
         Remembered once found (no case moves a leader); ``fresh`` asks again."""
         if not fresh and topic in self._placements:
             return self._placements[topic]
-        deadline = time.monotonic() + _WAIT_S
         request = MetadataRequest(topics=(MetadataRequestTopic(name=topic),),
                                   allow_auto_topic_creation=False)
-        seen: list[dict[int, tuple[int, tuple[int, ...]]]] = []
-        while time.monotonic() < deadline:
+
+        def agreed() -> dict[int, tuple[int, tuple[int, ...]]] | None:
             seen = []
             for node in sorted(self.brokers):
                 answer = self.answer(node, request, 12)
@@ -119,10 +131,12 @@ class Session:
             first = seen[0]
             if first and all(s == first for s in seen) and all(
                     leader >= 0 for leader, _ in first.values()):
-                self._placements[topic] = first
                 return first
-            time.sleep(0.1)
-        raise CaseError(f"{self.name}: brokers never agreed on {topic}'s leaders: {seen}")
+            return None
+
+        found = until(agreed, f"{self.name}: every broker agreeing on {topic}'s leaders")
+        self._placements[topic] = found
+        return found
 
     def leader(self, topic: str, partition: int = 0) -> int:
         return self.partitions(topic)[partition][0]
@@ -139,17 +153,17 @@ class Session:
         """The coordinator of a group (key type 0) or transactional id (1), waiting while
         the answer is retriable (COORDINATOR_NOT_AVAILABLE while the internal topic is
         created); CaseError at any other refusal."""
-        deadline = time.monotonic() + _WAIT_S
-        found: Any = None
-        while time.monotonic() < deadline:
-            found = self.answer(self.any_broker, FindCoordinatorRequest(
+        def found() -> tuple[int] | None:
+            answer = self.answer(self.any_broker, FindCoordinatorRequest(
                 key=key, key_type=key_type), 3)
-            if found.error_code == 0:
-                return int(found.node_id)
-            if found.error_code not in (14, 15):
-                break
-            time.sleep(0.1)
-        raise CaseError(f"{self.name}: no coordinator for {key!r}: {found}")
+            if answer.error_code == 0:
+                return (int(answer.node_id),)
+            if answer.error_code not in (14, 15):
+                raise CaseError(f"{self.name}: no coordinator for {key!r}: {answer}")
+            return None
+
+        (node,) = until(found, f"{self.name}: a coordinator for {key!r}")
+        return node
 
     def create_topic(self, name: str, partitions: int, replication: int,
                      configs: Sequence[Any] = ()) -> None:
