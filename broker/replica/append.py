@@ -208,7 +208,7 @@ def append_to_leader(
             f"the ISR {sorted(partition.isr_state.isr)} is smaller than min.insync.replicas "
             f"{partition.effective_min_isr}",
         )
-    refused = check_records(records, partition.config, partition.name, now_ms)
+    refused = check_records(records, partition.config, partition.name, now_ms, header=checked)
     if refused is not None:
         return AppendResult(
             error=refused.error, error_message=refused.message, record_errors=refused.record_errors

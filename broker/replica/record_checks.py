@@ -77,14 +77,17 @@ def _summary(errors: list[tuple[Errors, ProduceResponseRecordError]]) -> Records
 
 
 def _below_the_bound_by_header(
-    records: bytes | bytearray | memoryview, config: TopicConfig, now_ms: int
+    records: bytes | bytearray | memoryview, config: TopicConfig, now_ms: int,
+    header: BatchHeader | None,
 ) -> bool:
     """Whether the header alone shows every record within the only bound that applies."""
     only_after = (not config.compacted and not config.log_append_time
                   and config.timestamp_before_max_ms == LONG_MAX)
     if not only_after:
         return False
-    return BatchHeader.parse(records).max_timestamp <= now_ms + config.timestamp_after_max_ms
+    if header is None:
+        header = BatchHeader.parse(records)
+    return header.max_timestamp <= now_ms + config.timestamp_after_max_ms
 
 
 def check_records(
@@ -92,11 +95,14 @@ def check_records(
     config: TopicConfig,
     partition: tuple[str, int],
     now_ms: int,
+    *,
+    header: BatchHeader | None = None,
 ) -> RecordsRefused | None:
-    """Why the one batch in ``records`` (its header already checked) is refused, or None."""
+    """Why the one batch in ``records`` (its header already checked, and passed as
+    ``header`` when the caller parsed it) is refused, or None."""
     if not config.checks_records:
         return None
-    if _below_the_bound_by_header(records, config, now_ms):
+    if _below_the_bound_by_header(records, config, now_ms, header):
         return None
     try:
         batch = decode_batch(records)
