@@ -204,7 +204,7 @@ class GroupDriver:
             self._apply(
                 self.coordinator.unload(partition, now_ms=self._clock_ms()), from_run_loop=True
             )
-            logger.info("offsets partition %d unloaded: no longer led here", partition)
+            logger.debug("offsets partition %d unloaded: no longer led here", partition)
         for partition, epoch in sorted(led.items()):
             if partition not in self._loaded:
                 await self._load(partition, epoch)
@@ -246,7 +246,10 @@ class GroupDriver:
         self._apply(
             self.coordinator.finish_load(partition, now_ms=self._clock_ms()), from_run_loop=True
         )
-        logger.info(
+        # an empty partition's load is routine (a broker may lead dozens of them at start):
+        # only a load that replayed something is worth the operator's console
+        logger.log(
+            logging.INFO if records else logging.DEBUG,
             "offsets partition %d loaded in leader epoch %d: %d records in %d ms",
             partition, epoch, records, self._clock_ms() - started,
         )
