@@ -28,17 +28,22 @@ Both return at least one whole batch, even over the byte limit, when
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import attrs
 
 from broker.replica.isr import IsrChange
 from broker.replica.partition import Partition
 from quorum.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, OffsetAndEpoch, OffsetOutOfRangeError
 from quorum.wire.error_codes import Errors
+from quorum.wire.file_region import FileRegion
 
 __all__ = ["FollowerReadEffects", "PartitionRead", "check_leader_epoch", "read_for_consumer",
            "read_for_follower"]
 
 _EMPTY = b""
+# a read's batches: bytes from a log in memory, else a region of the segment file
+Records: TypeAlias = bytes | memoryview | FileRegion
 
 
 @attrs.frozen(kw_only=True)
@@ -47,7 +52,7 @@ class PartitionRead:
     high_watermark: int = -1
     log_start_offset: int = -1
     log_end_offset: int = -1
-    records: bytes | memoryview = _EMPTY
+    records: Records = _EMPTY
     diverging_epoch: OffsetAndEpoch | None = None
 
 
@@ -85,10 +90,12 @@ def _offsets(partition: Partition, **changes: object) -> PartitionRead:
 
 def _read(
     partition: Partition, fetch_offset: int, max_bytes: int, min_one: bool, max_offset: int | None
-) -> bytes | memoryview:
-    found = partition.log.read(fetch_offset, max(max_bytes, 1), max_offset=max_offset)
-    records = found.records
+) -> Records:
+    # a region of the segment file: the response sends it from the page cache
+    records = partition.log.read_records(fetch_offset, max(max_bytes, 1), max_offset=max_offset)
     if not min_one and len(records) > max_bytes:
+        if isinstance(records, FileRegion):
+            records.close()
         return _EMPTY  # a single batch over the limit: only the first partition may exceed it
     return records
 

@@ -62,6 +62,7 @@ from broker.replica.session_cache import (
 )
 from quorum.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from quorum.wire.error_codes import Errors
+from quorum.wire.file_region import FileRegion
 from quorum.wire.messages import (
     FetchRequest,
     FetchResponseEpochEndOffset,
@@ -367,8 +368,10 @@ class Serving:
                 # what a follower (min bytes 1) is about to be sent anyway
                 return True
             max_bytes = data.partition_max_bytes
-            found = partition.log.read(data.fetch_offset, max(max_bytes, 1), max_offset=end)
-            op.available[key] = min(len(found.records), max_bytes)
+            found = partition.log.read_records(data.fetch_offset, max(max_bytes, 1), max_offset=end)
+            op.available[key] = min(len(found), max_bytes)
+            if isinstance(found, FileRegion):
+                found.close()  # measured, not sent: the answer reads again when complete
         return sum(op.available.values()) >= max(op.min_bytes, 1)
 
     def _complete(self, op: DelayedFetch, now_ms: int, outbox: Outbox) -> None:

@@ -27,6 +27,7 @@ _READS: Final = frozenset({
     "last_fetched_epoch",
     "end_offset_for_epoch",
     "read",
+    "read_records",
     "offset_for_timestamp",
     "max_timestamp",
     "size_in_bytes",

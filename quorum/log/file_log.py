@@ -68,6 +68,7 @@ from quorum.log.roll import Incoming, roll_offset, should_roll
 from quorum.log.segment import Segment
 from quorum.log.timestamps import TimestampAndOffset
 from quorum.wire.batch import LOG_OVERHEAD
+from quorum.wire.file_region import FileRegion
 
 __all__ = ["CheckpointedOffsets", "FileLog", "partition_dir"]
 
@@ -334,13 +335,12 @@ class FileLog:
                 f"[{start}, {self.log_end_offset})"
             )
 
-    def read(
-        self, start_offset: int, max_bytes: int, *, max_offset: int | None = None
-    ) -> ReadResult:
+    def _first_batch(self, start_offset: int) -> tuple[Segment, int, int, int] | None:
+        """(segment, position, size, base offset) of the batch a read from
+        ``start_offset`` begins with; None at the end of the log."""
         self._check_offset(start_offset, "read from")
-        empty = ReadResult(records=b"", base_offset=start_offset, next_offset=start_offset)
         if start_offset == self.log_end_offset:
-            return empty
+            return None
         files = self._files_of
         index = files.segment_index(start_offset)
         found = files.segments[index].find(start_offset)
@@ -351,9 +351,40 @@ class FileLog:
             following = files.segments[index]
             found = following.find(following.base_offset) if following.size else None
         if found is None:
+            return None
+        return files.segments[index], *found
+
+    def read_records(
+        self, start_offset: int, max_bytes: int, *, max_offset: int | None = None
+    ) -> bytes | FileRegion:
+        """``read``'s records as a region of the segment file, to be sent from there;
+        the batches are not read into the process (their boundaries come from the
+        segment's positions and index)."""
+        first = self._first_batch(start_offset)
+        if first is None:
+            return b""
+        segment, position, first_size, base = first
+        stop = segment.size
+        if max_offset is not None and max_offset < segment.next_offset:
+            if max_offset <= base:
+                return b""
+            # the batch holding ``max_offset`` (or the first after it) and every later one
+            # reach it: the read ends where that batch begins
+            reaching = segment.find(max_offset)
+            if reaching is not None:
+                stop = reaching[0]
+        limit = min(stop, position + max(max_bytes, first_size))
+        end = stop if limit == stop else segment.whole_batches_end(position, limit)
+        return segment.region(position, end - position) if end > position else b""
+
+    def read(
+        self, start_offset: int, max_bytes: int, *, max_offset: int | None = None
+    ) -> ReadResult:
+        empty = ReadResult(records=b"", base_offset=start_offset, next_offset=start_offset)
+        first = self._first_batch(start_offset)
+        if first is None:
             return empty
-        segment = files.segments[index]
-        position, first_size, _ = found
+        segment, position, first_size, _ = first
         length = min(segment.size - position, max(max_bytes, first_size))
         buf = segment.pread(length, position)
         if len(buf) < min(length, first_size):

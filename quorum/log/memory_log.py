@@ -174,6 +174,12 @@ class MemoryLog:
         """(base offset, next offset, size, max timestamp) of each modelled segment."""
         return self._model.summary()
 
+    def read_records(
+        self, start_offset: int, max_bytes: int, *, max_offset: int | None = None
+    ) -> bytes | memoryview:
+        """``read``'s records (there is no file to send them from)."""
+        return self.read(start_offset, max_bytes, max_offset=max_offset).records
+
     def read(
         self, start_offset: int, max_bytes: int, *, max_offset: int | None = None
     ) -> ReadResult:

@@ -66,6 +66,11 @@ class OffsetIndex:
         index = bisect.bisect_right(self._relative, offset - self.base_offset) - 1
         return self._positions[index] if index >= 0 else 0
 
+    def floor_position(self, position: int) -> int:
+        """The last indexed batch start at or before byte ``position`` (0 if none)."""
+        index = bisect.bisect_right(self._positions, position) - 1
+        return self._positions[index] if index >= 0 else 0
+
     def truncate_at_position(self, position: int) -> None:
         """Drop the entries of batches at or after byte ``position``."""
         keep = bisect.bisect_left(self._positions, position)

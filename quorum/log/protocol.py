@@ -44,6 +44,7 @@ from typing import Protocol, TypeAlias
 import attrs
 
 from quorum.log.producer_snapshots import ProducerEntry, ProducerSnapshot
+from quorum.wire.file_region import FileRegion
 
 __all__ = [
     "UNDEFINED_EPOCH",
@@ -155,6 +156,13 @@ class ReplicatedLog(Protocol):
         ``max_offset`` (exclusive, e.g. the high watermark) leaves out every
         batch whose last offset is at or above it.
         """
+        ...
+
+    def read_records(
+        self, start_offset: int, max_bytes: int, *, max_offset: int | None = None
+    ) -> bytes | memoryview | FileRegion:
+        """``read(...).records`` for a response: a log on disk gives a ``FileRegion`` of
+        its segment file (sent from the page cache, never read into the process)."""
         ...
 
     def truncate_to(self, offset: int) -> None:

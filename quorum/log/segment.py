@@ -28,6 +28,7 @@ from quorum.log.offset_index import OffsetIndex
 from quorum.log.roll import ActiveSegment
 from quorum.log.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from quorum.wire.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD
+from quorum.wire.file_region import FileRegion
 
 __all__ = ["INDEX_SUFFIX", "LOG_SUFFIX", "TIME_INDEX_SUFFIX", "Header", "Segment", "segment_name"]
 
@@ -40,6 +41,7 @@ _PREFIX: Final = struct.Struct(">qiibIhi")
 # ... then baseTimestamp int64, maxTimestamp int64: the first 43 bytes
 _HEADER: Final = struct.Struct(">qiibIhiqq")
 _MAX_TIMESTAMP: Final = struct.Struct(">q")
+_LENGTH: Final = struct.Struct(">i")
 _MAX_TIMESTAMP_AT: Final = 35
 _MAGIC_V2: Final = 2
 _WALK_CHUNK: Final = 64 * 1024
@@ -382,6 +384,11 @@ class Segment:
         with self._file as fd:
             return os.pread(fd, length, position)
 
+    def region(self, position: int, length: int) -> FileRegion:
+        """``length`` bytes from ``position`` to send from the file (not read here)."""
+        with self._file as fd:
+            return FileRegion(fd, position, length)
+
     def _header_at(self, position: int) -> tuple[int, int, int]:
         """(base offset, size, last offset) of the batch at ``position``."""
         raw = self.pread(_PREFIX.size, position)
@@ -444,6 +451,33 @@ class Segment:
                 return position, size, base
             position += size
         return None
+
+    def whole_batches_end(self, position: int, limit: int) -> int:
+        """Where the whole batches from ``position`` (a batch start) that end at or before
+        byte ``limit`` end: the last batch boundary at or before it, found without reading
+        the batches (the tail's positions in memory, else the index and the few headers
+        after its entry)."""
+        if limit >= self.size:
+            return self.size
+        tail = self._tail_positions
+        if tail and limit >= tail[0]:
+            return max(position, tail[bisect.bisect_right(tail, limit) - 1])
+        # an index entry is a batch start: the walk covers at most an index interval
+        at = max(position, self.index.floor_position(limit))
+        buf, origin = b"", at
+        while at + LOG_OVERHEAD <= limit:
+            offset_in_buf = at - origin
+            if offset_in_buf + LOG_OVERHEAD > len(buf):
+                buf, origin, offset_in_buf = self.pread(min(_WALK_CHUNK, limit - at), at), at, 0
+                if len(buf) < LOG_OVERHEAD:
+                    raise self.corruption(at, "a batch header is cut short by the end of the file")
+            length = _LENGTH.unpack_from(buf, offset_in_buf + 8)[0]
+            if length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
+                raise self.corruption(at, "the bytes there are not a v2 batch header")
+            if at + LOG_OVERHEAD + length > limit:
+                break
+            at += LOG_OVERHEAD + length
+        return at
 
     def end_before(self, position: int, offset: int) -> int:
         """The offset after the last batch before byte ``position`` (a batch boundary); the

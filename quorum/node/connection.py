@@ -23,7 +23,9 @@ from typing import Any, Final
 
 import trio
 
-from quorum.wire.protocol import RequestHeader, ResponseHeader, encode_response
+from quorum.node.gather_send import send_buffers
+from quorum.wire.file_region import Part
+from quorum.wire.protocol import RequestHeader, ResponseHeader, encode_response_parts
 
 __all__ = ["MAX_UNANSWERED", "ResponseSlot", "ServerConnection"]
 
@@ -44,7 +46,8 @@ class ResponseSlot:
         self.api_key = header.api_key
         self.version = header.api_version
         self.correlation_id = header.correlation_id
-        self.frame: bytes | None = None
+        # the encoded response, as buffers to send in order (``encode_response_parts``)
+        self.frame: list[Part] | None = None
 
     def complete(self, message: Any) -> None:
         self.connection.complete(self, message)
@@ -58,7 +61,7 @@ class ServerConnection:
         self.peer = peer
         self.closed = False
         self._slots: deque[ResponseSlot] = deque()
-        self._out_send, self._out_receive = trio.open_memory_channel[bytes](math.inf)
+        self._out_send, self._out_receive = trio.open_memory_channel[list[Part]](math.inf)
         self._room = trio.Event()
         self._on_close: list[Callable[[], None]] = []
         # requests still unanswered when the connection closed (for the close callbacks)
@@ -77,7 +80,7 @@ class ServerConnection:
         """Answer ``slot``; the frame goes out once every earlier slot is answered."""
         if self.closed or slot.frame is not None:
             return  # the client left, or a duplicate answer (never sent twice)
-        slot.frame = encode_response(
+        slot.frame = encode_response_parts(
             ResponseHeader(slot.correlation_id), slot.api_key, slot.version, message
         )
         slots = self._slots
@@ -114,13 +117,13 @@ class ServerConnection:
     async def write_loop(self, stream: trio.abc.SendStream) -> None:
         """Send released frames, several per write when they are waiting together."""
         async for frame in self._out_receive:
-            frames = [frame]
-            size = len(frame)
+            buffers = list(frame)
+            size = sum(map(len, frame))
             while size < _WRITE_COALESCE_BYTES:
                 try:
                     more = self._out_receive.receive_nowait()
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
-                frames.append(more)
-                size += len(more)
-            await stream.send_all(frames[0] if len(frames) == 1 else b"".join(frames))
+                buffers += more
+                size += sum(map(len, more))
+            await send_buffers(stream, buffers)

@@ -38,6 +38,7 @@ import attrs
 from quorum.wire.codegen import FIXED_CODES, Compiled, generate, plan_struct
 from quorum.wire.codegen_plan import EncodedArray
 from quorum.wire.errors import WireDecodeError, WireEncodeError
+from quorum.wire.file_region import FileRegion, joined
 from quorum.wire.primitives import Buffer
 from quorum.wire.schema import ArrayType, FieldSpec, MessageInfo, StructType, message_info
 
@@ -124,13 +125,13 @@ def encode_parts(msg: Any, version: int) -> list[Buffer]:
 
 def encode(msg: Any, version: int) -> bytes:
     """Encode ``msg`` at ``version``: its body only, no header or frame."""
-    return b"".join(encode_parts(msg, version))
+    return joined(encode_parts(msg, version))
 
 
 def encode_into(msg: Any, version: int, out: bytearray) -> None:
     """Append the encoding of ``msg`` to ``out`` (copies each chunk once)."""
     for part in encode_parts(msg, version):
-        out += part
+        out += part.read() if isinstance(part, FileRegion) else part
 
 
 class ArrayEncoder:
@@ -238,7 +239,7 @@ def _bad_scalar(type_name: str, value: Any) -> str | None:
     elif type_name == "string" and value is not None and not isinstance(value, str):
         return f"string needs a str, got {type(value).__name__}"
     elif type_name in ("bytes", "records") and value is not None and not isinstance(
-        value, bytes | bytearray | memoryview
+        value, bytes | bytearray | memoryview | FileRegion
     ):
         return f"{type_name} needs bytes, bytearray or memoryview, got {type(value).__name__}"
     return None

@@ -21,9 +21,10 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import Final, cast
 
 from quorum.wire.errors import WireDecodeError, WireEncodeError
+from quorum.wire.file_region import FileRegion
 
 __all__ = [
     "EMPTY_TAGGED_FIELDS",
@@ -348,6 +349,10 @@ def flat_bytes(value: Buffer) -> Buffer:
         return value if value.format == "B" and value.ndim == 1 else value.tobytes()
     if isinstance(value, bytes | bytearray):
         return value
+    if isinstance(value, FileRegion):
+        # records sent from their file (quorum.wire.file_region): an encoded part whose
+        # len() is its byte count, which only the join and the send ever read
+        return cast(Buffer, value)
     raise TypeError(f"expected bytes, bytearray or memoryview, got {type(value).__name__}")
 
 

@@ -18,12 +18,16 @@ come only from pykraft's nodes and must fill their frame exactly.
 
 A response may be handed over already encoded (``EncodedBody``: an answer
 cached as bytes, or one encoded in slices); ``encode_response`` adds the
-header and the frame around it.
+header and the frame around it.  ``encode_response_parts`` gives the same frame
+as a list of buffers for a scatter-gather send: a Fetch response's record
+slices stay the buffers they were read into instead of being copied into one
+frame (the join was a sixth of a broker's busy time while it served consumers).
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import Any, Final
 
 import attrs
@@ -33,6 +37,7 @@ from quorum.wire.api_keys import ApiKey
 from quorum.wire.apis import PEER_ONLY_APIS, api_for
 from quorum.wire.codec import decode_from, encode_parts
 from quorum.wire.errors import WireDecodeError, WireEncodeError
+from quorum.wire.file_region import FileRegion, Part, joined
 from quorum.wire.primitives import Buffer
 from quorum.wire.schema import message_info
 
@@ -46,6 +51,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "encode_response_parts",
     "peek_request_header",
     "request_header_version",
     "response_header_version",
@@ -104,6 +110,30 @@ def _view(payload: Buffer) -> memoryview:
 def _frame(parts: list[Buffer]) -> bytes:
     size = sum(map(len, parts))
     return b"".join([p.INT32_STRUCT.pack(size), *parts])
+
+
+# a part at least this long is sent from its own buffer; shorter ones are joined with
+# their neighbours (one iovec of a few fields costs less than many tiny ones)
+_OWN_BUFFER_BYTES: Final = 16_384
+
+
+def _gathered(parts: Sequence[Part]) -> list[Part]:
+    """``parts`` framed (size prefix first), runs of short parts joined into one buffer."""
+    out: list[Part] = []
+    short: list[Buffer] = [p.INT32_STRUCT.pack(sum(map(len, parts)))]
+    for part in parts:
+        if isinstance(part, FileRegion):
+            pass
+        elif len(part) < _OWN_BUFFER_BYTES:
+            short.append(part)
+            continue
+        if short:
+            out.append(b"".join(short))
+            short = []
+        out.append(part)
+    if short:
+        out.append(b"".join(short))
+    return out
 
 
 # -- requests ----------------------------------------------------------------
@@ -176,6 +206,13 @@ def decode_request(payload: Buffer) -> tuple[RequestHeader, Any]:
 
 def encode_response(header: ResponseHeader, api_key: int, version: int, msg: Any) -> bytes:
     """A framed response: size, header (v0 or v1), body (``msg``, or an ``EncodedBody``)."""
+    return joined(encode_response_parts(header, api_key, version, msg))
+
+
+def encode_response_parts(
+    header: ResponseHeader, api_key: int, version: int, msg: Any
+) -> list[Part]:
+    """``encode_response``'s frame as buffers to send in order, not joined."""
     encoded = msg if isinstance(msg, EncodedBody) else None
     cls = type(msg) if encoded is None else encoded.response_cls
     spec = api_for(api_key)
@@ -192,7 +229,7 @@ def encode_response(header: ResponseHeader, api_key: int, version: int, msg: Any
         parts += encode_parts(msg, version)
     else:
         parts.append(encoded.body)
-    return _frame(parts)
+    return _gathered(parts)
 
 
 def decode_response(payload: Buffer, api_key: int, version: int) -> tuple[ResponseHeader, Any]:

@@ -16,9 +16,15 @@ from quorum.wire.messages import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DeleteTopicsResponseTopic,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestAlterableConfig,
+    IncrementalAlterConfigsRequestAlterConfigsResource,
+    IncrementalAlterConfigsResponse,
+    IncrementalAlterConfigsResponseAlterConfigsResource,
     MetadataRequest,
     MetadataResponse,
 )
+from quorum.wire.messages.metadata_records import ConfigRecord
 
 from .records import fold, partition, topic
 
@@ -68,3 +74,54 @@ def test_added_partitions_wait_for_the_new_count() -> None:
     )
     assert shown is not None
     assert not shown(BEFORE) and shown(AFTER)
+
+
+def _alter(*configs: tuple[str, int, str | None], resource_type: int = 4,
+           name: str = "4", validate_only: bool = False) -> IncrementalAlterConfigsRequest:
+    return IncrementalAlterConfigsRequest(validate_only=validate_only, resources=(
+        IncrementalAlterConfigsRequestAlterConfigsResource(
+            resource_type=resource_type, resource_name=name, configs=tuple(
+                IncrementalAlterConfigsRequestAlterableConfig(
+                    name=key, config_operation=operation, value=value)
+                for key, operation, value in configs)),
+    ))
+
+
+def _altered(resource_type: int = 4, name: str = "4",
+             error: Errors = Errors.NONE) -> IncrementalAlterConfigsResponse:
+    return IncrementalAlterConfigsResponse(responses=(
+        IncrementalAlterConfigsResponseAlterConfigsResource(
+            resource_type=resource_type, resource_name=name, error_code=error),
+    ))
+
+
+def _config(resource_type: int, name: str, key: str, value: str | None) -> ConfigRecord:
+    return ConfigRecord(resource_type=resource_type, resource_name=name, name=key, value=value)
+
+
+def test_an_altered_broker_config_waits_until_the_image_shows_the_value_and_the_deletion() -> None:
+    before = fold([_config(4, "4", "log.cleaner.threads", "2")])
+    request = _alter(("compression.gzip.level", 0, "5"), ("log.cleaner.threads", 1, None))
+    shown = visible_when(request, _altered())
+    assert shown is not None
+    assert not shown(before)
+    half = fold([_config(4, "4", "compression.gzip.level", "5")], before)
+    assert not shown(half)  # the deletion not applied yet
+    assert shown(fold([_config(4, "4", "log.cleaner.threads", None)], half))
+    # another broker's value is not this one's
+    assert not shown(fold([_config(4, "5", "compression.gzip.level", "5"),
+                           _config(4, "5", "log.cleaner.threads", None)], before))
+
+
+def test_a_topic_config_waits_and_failed_list_or_checked_alters_do_not() -> None:
+    shown = visible_when(_alter(("retention.ms", 0, "7200000"), resource_type=2, name="orders"),
+                         _altered(resource_type=2, name="orders"))
+    assert shown is not None
+    assert not shown(AFTER)
+    assert shown(fold([_config(2, "orders", "retention.ms", "7200000")], AFTER))
+    refused = _altered(error=Errors.INVALID_REQUEST)
+    assert visible_when(_alter(("compression.gzip.level", 0, "5")), refused) is None
+    checked = _alter(("compression.gzip.level", 0, "5"), validate_only=True)
+    assert visible_when(checked, _altered()) is None
+    appended = _alter(("cleanup.policy", 2, "compact"), resource_type=2, name="orders")
+    assert visible_when(appended, _altered(resource_type=2, name="orders")) is None

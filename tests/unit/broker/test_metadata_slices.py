@@ -271,7 +271,7 @@ async def test_the_broker_listener_answers_metadata_from_the_cache() -> None:
             MetadataRequest(topics=None),
         )
         await router.dispatch(conn, frame[4:])
-        sent = conn._out_receive.receive_nowait()
+        sent = b"".join(conn._out_receive.receive_nowait())
         expected = oracle(BIG, MetadataRequest(topics=None), version, view())
         assert sent == encode_response(ResponseHeader(correlation_id), 3, version, expected)
         assert decode_response(sent[4:], 3, version)[0].correlation_id == correlation_id

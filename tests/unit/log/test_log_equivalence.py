@@ -42,6 +42,7 @@ from quorum.log import (
 )
 from quorum.log.protocol import ReadResult, ReplicatedLog
 from quorum.wire.batch import iter_batch_headers
+from quorum.wire.file_region import FileRegion
 
 from .batches import make_timed_batch
 
@@ -267,11 +268,23 @@ class SameObservableLog(RuleBasedStateMachine):
     def check_read(self, offset: int, max_bytes: int, limit: int | None) -> None:
         got_file = outcome(lambda: self.file.read(offset, max_bytes, max_offset=limit))
         got_memory = outcome(lambda: self.memory.read(offset, max_bytes, max_offset=limit))
+        got_region = outcome(lambda: self.file.read_records(offset, max_bytes, max_offset=limit))
         if got_memory is OffsetOutOfRangeError:
             assert got_file is OffsetOutOfRangeError
+            assert got_region is OffsetOutOfRangeError
             return
         assert isinstance(got_file, ReadResult) and isinstance(got_memory, ReadResult)
         file_bytes, memory_bytes = bytes(got_file.records), bytes(got_memory.records)
+        # the records a response sends from the file (found without reading the batches)
+        # are the very bytes the read returns
+        if isinstance(got_region, FileRegion):
+            region_bytes = got_region.read()
+            got_region.close()
+        else:
+            assert isinstance(got_region, bytes)
+            region_bytes = got_region
+        assert region_bytes == file_bytes
+        assert bytes(self.memory.read_records(offset, max_bytes, max_offset=limit)) == memory_bytes
         # a file read stops at a segment's end; otherwise the two are the same
         assert memory_bytes.startswith(file_bytes)
         assert bool(file_bytes) == bool(memory_bytes)

@@ -36,7 +36,7 @@ def _ask(version: int, name: str, software_version: str) -> ApiVersionsResponse 
     if decoded is not None:
         assert decoded[1] == request
         return None
-    frame = conn._out_receive.receive_nowait()
+    frame = b"".join(conn._out_receive.receive_nowait())
     with pytest.raises(trio.WouldBlock):
         conn._out_receive.receive_nowait()
     answered = decode_response(frame[4:], ApiKey.API_VERSIONS, version)[1]

@@ -38,7 +38,7 @@ def released(conn: ServerConnection) -> list[int]:
     ids = []
     while True:
         try:
-            frame = conn._out_receive.receive_nowait()
+            frame = b"".join(conn._out_receive.receive_nowait())
         except trio.WouldBlock:
             return ids
         ids.append(int.from_bytes(frame[4:8], "big"))
@@ -135,7 +135,7 @@ class Router:
         await self.router.dispatch(self.conn, frame[4:])
 
     def answer(self, api_key: int, version: int) -> Any:
-        frame = self.conn._out_receive.receive_nowait()
+        frame = b"".join(self.conn._out_receive.receive_nowait())
         return decode_response(frame[4:], api_key, version)[1]
 
 
