@@ -112,6 +112,10 @@ class CheckpointedOffsets:
     recovery_point: int
 
 
+# reads at least this long are sent from the file (``read_records``); shorter ones read
+_SEND_FROM_FILE_BYTES: Final = 65_536
+
+
 class FileLog:
     """A ``ReplicatedLog`` in one partition directory (see ``quorum.log.protocol``)."""
 
@@ -375,7 +379,12 @@ class FileLog:
                 stop = reaching[0]
         limit = min(stop, position + max(max_bytes, first_size))
         end = stop if limit == stop else segment.whole_batches_end(position, limit)
-        return segment.region(position, end - position) if end > position else b""
+        if end - position < _SEND_FROM_FILE_BYTES:
+            # a few batches (one record at a time, a follower caught up): one pread and
+            # the response's own sendmsg cost less than duplicating a descriptor for a
+            # sendfile, on the path of every record's latency
+            return segment.pread(end - position, position) if end > position else b""
+        return segment.region(position, end - position)
 
     def read(
         self, start_offset: int, max_bytes: int, *, max_offset: int | None = None

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import trio
 
-from quorum.node.gather_send import send_buffers
+from quorum.node.gather_send import send_buffers, write_now
 from quorum.wire.file_region import Part
 from quorum.wire.protocol import RequestHeader, ResponseHeader, encode_response_parts
 
@@ -66,6 +66,13 @@ class ServerConnection:
         self._on_close: list[Callable[[], None]] = []
         # requests still unanswered when the connection closed (for the close callbacks)
         self.unanswered_at_close = 0
+        # the socket while the writer task serves it (-1: none, or not a socket), whether
+        # the writer is sending, and the frames it has not taken yet: a response released
+        # while the writer is idle is written at once by the task that answered (no task
+        # switch on the way to the client; what the socket does not take goes to the writer)
+        self._fd = -1
+        self._writing = False
+        self._queued = 0
 
     @property
     def unanswered(self) -> int:
@@ -84,12 +91,23 @@ class ServerConnection:
             ResponseHeader(slot.correlation_id), slot.api_key, slot.version, message
         )
         slots = self._slots
+        released: list[Part] = []
         while slots and slots[0].frame is not None:
             frame = slots.popleft().frame
             assert frame is not None
-            self._out_send.send_nowait(frame)
+            released += frame
+        if released:
+            self._release(released)
         if len(slots) < MAX_UNANSWERED:
             self._room.set()
+
+    def _release(self, buffers: list[Part]) -> None:
+        if self._fd >= 0 and not self._writing and not self._queued:
+            buffers = write_now(self._fd, buffers)
+            if not buffers:
+                return
+        self._queued += 1
+        self._out_send.send_nowait(buffers)
 
     async def wait_for_room(self) -> None:
         while len(self._slots) >= MAX_UNANSWERED and not self.closed:
@@ -116,14 +134,23 @@ class ServerConnection:
 
     async def write_loop(self, stream: trio.abc.SendStream) -> None:
         """Send released frames, several per write when they are waiting together."""
-        async for frame in self._out_receive:
-            buffers = list(frame)
-            size = sum(map(len, frame))
-            while size < _WRITE_COALESCE_BYTES:
-                try:
-                    more = self._out_receive.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
-                buffers += more
-                size += sum(map(len, more))
-            await send_buffers(stream, buffers)
+        if isinstance(stream, trio.SocketStream):
+            self._fd = stream.socket.fileno()
+        try:
+            async for frame in self._out_receive:
+                self._queued -= 1
+                self._writing = True
+                buffers = list(frame)
+                size = sum(map(len, frame))
+                while size < _WRITE_COALESCE_BYTES:
+                    try:
+                        more = self._out_receive.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    self._queued -= 1
+                    buffers += more
+                    size += sum(map(len, more))
+                await send_buffers(stream, buffers)
+                self._writing = False
+        finally:
+            self._fd = -1

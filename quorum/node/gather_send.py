@@ -19,10 +19,37 @@ import trio
 
 from quorum.wire.file_region import FileRegion, Part, joined
 
-__all__ = ["send_buffers"]
+__all__ = ["send_buffers", "write_now"]
 
 # Linux's IOV_MAX: sendmsg refuses more buffers than this in one call
 _IOV_MAX: Final = 1024
+
+
+def write_now(fd: int, buffers: Sequence[Part]) -> list[Part]:
+    """Write what the socket ``fd`` takes at once (it is non-blocking); the rest, unsent.
+
+    Only buffers: a ``FileRegion`` is left for ``send_buffers`` (nothing is written then).
+    An error writes nothing more and leaves the buffers to the writer task, whose send
+    fails the same way and closes the connection."""
+    views: list[memoryview] = []
+    for buffer in buffers:
+        if isinstance(buffer, FileRegion):
+            return list(buffers)
+        if len(buffer):
+            views.append(memoryview(buffer).cast("B"))
+    try:
+        sent = os.writev(fd, views[:_IOV_MAX])
+    except OSError:
+        return list(views)
+    first = 0
+    while sent and first < len(views):
+        size = len(views[first])
+        if sent < size:
+            views[first] = views[first][sent:]
+            break
+        sent -= size
+        first += 1
+    return list(views[first:])
 
 
 async def send_buffers(stream: trio.abc.SendStream, buffers: Sequence[Part]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from quorum.log import FileLog, LogConfig
+from quorum.log import FileLog, LogConfig, file_log
 from quorum.log.segment import Segment
 from quorum.wire.file_region import FileRegion
 
@@ -94,8 +94,9 @@ def test_a_region_reads_no_batch_bytes_near_the_end_and_few_headers_elsewhere(
 
 
 def test_a_region_outlives_the_log_closing_its_file_and_deleting_the_segment(
-    tmp_path: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(file_log, "_SEND_FROM_FILE_BYTES", 1)  # a region however small
     log = FileLog(tmp_path / "t-0", LogConfig(segment_bytes=500, index_interval_bytes=64))
     _fill(log, 12)
     expected = bytes(log.read(0, 1 << 20).records)
@@ -124,3 +125,16 @@ def test_a_region_of_a_file_cut_under_it_says_so(tmp_path: Path) -> None:
     region.close()
     with pytest.raises(ValueError):
         FileRegion(0, 0, 0)
+
+
+def test_a_short_read_comes_back_as_bytes_and_holds_no_descriptor(tmp_path: Path) -> None:
+    log = FileLog(tmp_path / "t-0", LogConfig(segment_bytes=1 << 20))
+    _fill(log, 40)
+    assert log.segments[0].size < 65_536
+    short = log.read_records(0, 1 << 20)
+    assert isinstance(short, bytes) and short == bytes(log.read(0, 1 << 20).records)
+    while log.segments[0].size < 70_000:
+        _fill(log, 40)
+    assert isinstance(log.read_records(0, 1 << 20), FileRegion)
+    assert isinstance(log.read_records(0, 1_000), bytes)
+    log.close()

@@ -11,11 +11,13 @@ import pytest
 import trio
 import trio.testing
 
+from quorum.node.connection import ServerConnection
 from quorum.node.gather_send import send_buffers
 from quorum.wire.api_keys import ApiKey
 from quorum.wire.file_region import FileRegion, Part
 from quorum.wire.messages.fetch import FetchResponse, FetchResponsePartition, FetchResponseTopic
 from quorum.wire.protocol import (
+    RequestHeader,
     ResponseHeader,
     decode_response,
     encode_response,
@@ -150,3 +152,60 @@ async def test_a_stream_that_is_not_a_socket_reads_the_regions_into_the_join(
     assert await receive.receive_some(100) == b"<23456>"
     with pytest.raises(ValueError, match="closed"):
         region.fileno()
+
+
+def _slot_header(correlation_id: int) -> RequestHeader:
+    return RequestHeader(api_key=ApiKey.FETCH, api_version=12, correlation_id=correlation_id)
+
+
+async def test_an_idle_writer_lets_the_answering_task_write_the_response_itself() -> None:
+    left, right = socket.socketpair()
+    right.setblocking(False)
+    conn = ServerConnection("client")
+    sender = trio.SocketStream(trio.socket.from_stdlib_socket(left))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.write_loop, sender)
+        with trio.fail_after(5):
+            while conn._fd < 0:  # the writer task has started on the socket
+                await trio.lowlevel.checkpoint()
+        conn.new_slot(_slot_header(41)).complete(_fetch_response([b"r" * 100]))
+        # written by complete() itself: readable before any other task ran
+        frame = right.recv(1 << 16)
+        assert int.from_bytes(frame[:4], "big") == len(frame) - 4
+        assert int.from_bytes(frame[4:8], "big") == 41
+        assert conn._queued == 0
+        conn.close()
+    await sender.aclose()
+    right.close()
+
+
+async def test_what_the_socket_does_not_take_at_once_follows_in_order_through_the_writer() -> None:
+    left, right = socket.socketpair()
+    left.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    conn = ServerConnection("client")
+    receiver = trio.SocketStream(trio.socket.from_stdlib_socket(right))
+    records = [bytes([i]) * (30_000 + i * 7_000) for i in range(6)]
+    expected = b"".join(
+        encode_response(ResponseHeader(i), ApiKey.FETCH, 12, _fetch_response([r]))
+        for i, r in enumerate(records))
+    received = bytearray()
+    sender = trio.SocketStream(trio.socket.from_stdlib_socket(left))
+
+    async def read() -> None:
+        while len(received) < len(expected):
+            received.extend(await receiver.receive_some(65_536))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.write_loop, sender)
+        with trio.fail_after(5):
+            while conn._fd < 0:
+                await trio.lowlevel.checkpoint()
+        slots = [conn.new_slot(_slot_header(i)) for i in range(len(records))]
+        for slot, record in zip(slots, records, strict=True):
+            slot.complete(_fetch_response([record]))  # the first fills the socket at once
+        with trio.fail_after(10):
+            await read()
+        conn.close()
+    assert bytes(received) == expected
+    await sender.aclose()
+    await receiver.aclose()

@@ -38,10 +38,12 @@ def released(conn: ServerConnection) -> list[int]:
     ids = []
     while True:
         try:
-            frame = b"".join(conn._out_receive.receive_nowait())
+            frames = b"".join(conn._out_receive.receive_nowait())
         except trio.WouldBlock:
             return ids
-        ids.append(int.from_bytes(frame[4:8], "big"))
+        while frames:  # the frames released together, one after the other
+            ids.append(int.from_bytes(frames[4:8], "big"))
+            frames = frames[4 + int.from_bytes(frames[:4], "big"):]
 
 
 # -- response order ------------------------------------------------------------------------
