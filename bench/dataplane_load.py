@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
+from bench.dataplane_lineup import CONSUMER_QUEUE_BACKOFF_MS
 from bench.nats_lineup import LoadReport
 
 __all__ = ["main"]
@@ -220,6 +221,7 @@ def _consumer(args: argparse.Namespace) -> Consumer:
         "max.partition.fetch.bytes": args.partition_fetch_bytes,
         "fetch.min.bytes": args.fetch_min_bytes, "fetch.wait.max.ms": 100,
         "queued.max.messages.kbytes": 262_144, "queued.min.messages": 200_000,
+        "fetch.queue.backoff.ms": CONSUMER_QUEUE_BACKOFF_MS,
         "check.crcs": False,
     })
 
