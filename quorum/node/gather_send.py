@@ -41,7 +41,12 @@ def write_now(fd: int, buffers: Sequence[Part]) -> list[Part]:
         sent = os.writev(fd, views[:_IOV_MAX])
     except OSError:
         return list(views)
-    first = 0
+    return list(views[_skip_sent(views, 0, sent):])
+
+
+def _skip_sent(views: list[memoryview], first: int, sent: int) -> int:
+    """The index of the first view not sent whole once ``sent`` more bytes went out from
+    ``views[first]`` on; a view sent in part is cut to its unsent rest."""
     while sent and first < len(views):
         size = len(views[first])
         if sent < size:
@@ -49,7 +54,7 @@ def write_now(fd: int, buffers: Sequence[Part]) -> list[Part]:
             break
         sent -= size
         first += 1
-    return list(views[first:])
+    return first
 
 
 async def send_buffers(stream: trio.abc.SendStream, buffers: Sequence[Part]) -> None:
@@ -87,13 +92,7 @@ async def _send_views(sock: trio.socket.SocketType, views: list[memoryview]) -> 
         except OSError as exc:
             # what SocketStream.send_all raises for a peer that went away
             raise trio.BrokenResourceError(exc) from exc
-        while sent:
-            size = len(views[first])
-            if sent < size:
-                views[first] = views[first][sent:]
-                break
-            sent -= size
-            first += 1
+        first = _skip_sent(views, first, sent)
 
 
 async def _send_file(sock: trio.socket.SocketType, region: FileRegion) -> None:
