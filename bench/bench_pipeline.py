@@ -107,13 +107,15 @@ def _one_run(spark: SparkSession, bootstrap: str, topic: str, *, records: int,
 def measure_side(spark: SparkSession, name: str, base: Path, *, records: int,
                  value_bytes: int, partitions: int, runs: int) -> list[Figure]:
     side = SIDES[name](base / name)
+    # each side's parquet output apart: the topics of both sides have the same names
+    scratch = base / f"{name}-out"
     try:
         bootstrap = _bootstrap(side)
         _one_run(spark, bootstrap, "warm-up", records=WARM_UP_RECORDS, value_bytes=value_bytes,
-                 partitions=partitions, scratch=base)
+                 partitions=partitions, scratch=scratch)
         times = [
             _one_run(spark, bootstrap, f"bench-{run}", records=records, value_bytes=value_bytes,
-                     partitions=partitions, scratch=base)
+                     partitions=partitions, scratch=scratch)
             for run in range(runs)
         ]
     finally:
@@ -132,6 +134,11 @@ def report(figures: Sequence[Figure]) -> str:
         f"| {f.mb_per_s:.1f} |"
         for f in figures
     ]
+    by = {(f.side, f.job): f for f in figures}
+    ratios = [f"| {job} | {by[('kafka', job)].seconds / by[('pykraft', job)].seconds:.2f} |"
+              for job in JOBS if ('pykraft', job) in by and ('kafka', job) in by]
+    if ratios:
+        lines += ["", "| job | rows/s pykraft / Kafka |", "|---|---:|", *ratios]
     return "\n".join(lines)
 
 
