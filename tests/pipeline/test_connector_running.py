@@ -1,4 +1,4 @@
-"""Spark's Kafka connector through broker faults and topic changes while a query runs (issue 21).
+"""Spark's Kafka connector while a query runs: broker faults, topic changes, trigger bounds (issue 21).
 
 Each query here is a long-running micro-batch query (a short processing-time trigger) to
 Spark's file sink, whose checkpoint and ``_spark_metadata`` log make it exactly once: the
@@ -161,3 +161,36 @@ def test_a_deleted_topic_fails_a_query_that_fails_on_data_loss_and_not_one_that_
     assert "UnknownTopicOrPartitionException" in message, message
     ran_on = _query_past_a_deletion(spark, bootstrap, tmp_path / "runs-on", False)
     assert ran_on.exception() is None
+
+
+def test_min_offsets_per_trigger_holds_a_batch_back_until_enough_records_wait(
+    spark: SparkSession, bootstrap: str, tmp_path: Path
+) -> None:
+    topic = "running-min-offsets"
+    create_topic(bootstrap, topic, partitions=1, replication_factor=REPLICATION)
+    first = _records(topic, 0, 10, 1)
+    placed = produce(bootstrap, topic, first)
+    # a progress event for every idle trigger, so the test sees the triggers that held back
+    interval = "spark.sql.streaming.noDataProgressEventInterval"
+    before = spark.conf.get(interval)
+    spark.conf.set(interval, "0ms")
+    try:
+        with _file_sink_query(spark, bootstrap, topic, tmp_path, minOffsetsPerTrigger="30",
+                              maxTriggerDelay="10m") as (query, rows):
+            # Spark's first batch takes what is there, whatever the minimum
+            _wait(lambda: rows() == _expected(first, placed), "the first batch", query)
+            second = _records(topic, 10, 10, 1)
+            placed += produce(bootstrap, topic, second)
+            held = len(query.recentProgress)
+            _wait(lambda: len(query.recentProgress) >= held + 3,
+                  "three triggers with 10 new records, under the minimum", query)
+            assert rows() == _expected(first, placed[:10])
+            third = _records(topic, 20, 25, 1)
+            placed += produce(bootstrap, topic, third)
+            _wait(lambda: rows() == _expected(first + second + third, placed), "every record",
+                  query)
+            # the 10 held back went with the 25 after them, in one batch of 35
+            batches = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+            assert batches == [10, 35], batches
+    finally:
+        spark.conf.set(interval, before or "10s")
