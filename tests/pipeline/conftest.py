@@ -28,6 +28,7 @@ from tests.integration.conftest import _close, _started
 from tests.integration.conftest import pytest_runtest_makereport as pytest_runtest_makereport
 
 __all__ = [
+    "SEEDS_OPTION",
     "bootstrap",
     "cluster",
     "pytest_addoption",
@@ -39,12 +40,18 @@ __all__ = [
 
 
 _STANDALONE = "--standalone"
+SEEDS_OPTION = "--exactly-once-seeds"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("pipeline", "the Spark pipeline (tests/pipeline)").addoption(
         _STANDALONE, action="store_true", default=False,
         help="also submit the job to a Spark standalone cluster (three more JVMs, ~20 s)",
+    )
+    parser.getgroup("pipeline").addoption(
+        SEEDS_OPTION, type=int, default=1, metavar="N",
+        help="kill the exactly-once test's driver by the plans of seeds 1..N (default 1; "
+             "three driver JVMs each)",
     )
 
 

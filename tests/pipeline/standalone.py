@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 import attrs
 import pyspark
 
-__all__ = ["SPARK_HOME", "Standalone", "spark_env", "standalone_cluster"]
+__all__ = ["SPARK_HOME", "Standalone", "python_without_pykraft", "spark_env", "standalone_cluster"]
 
 SPARK_HOME = Path(pyspark.__file__).parent
 REGISTERED = b"Successfully registered with master"
@@ -37,6 +38,35 @@ def _free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+# run first in the wrapped interpreter (a sitecustomize): pykraft's editable install is a
+# finder on sys.meta_path and a path hook; both go, so ``import broker`` fails there as on a
+# worker machine that never installed pykraft
+_NO_PYKRAFT = """
+import sys
+_ours = "__editable___pykraft"
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith(_ours)]
+sys.path_hooks[:] = [h for h in sys.path_hooks if not getattr(h, "__module__", "").startswith(_ours)]
+sys.path[:] = [p for p in sys.path if "__editable__" not in p]
+sys.path_importer_cache.clear()
+"""
+
+
+def python_without_pykraft(base: Path) -> Path:
+    """An interpreter with pyspark and nothing of pykraft: this venv's Python, started with
+    a ``sitecustomize`` that removes pykraft's editable install (``PYSPARK_PYTHON`` for a
+    worker that must run the job from ``--py-files`` alone)."""
+    site = base / "no-pykraft-site"
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "sitecustomize.py").write_text(_NO_PYKRAFT)
+    wrapper = base / "python-without-pykraft"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'PYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper
 
 
 def spark_env(base: Path) -> dict[str, str]:

@@ -26,6 +26,7 @@ __all__ = [
     "kafka_reader",
     "positions",
     "produce",
+    "read_all",
     "read_back",
 ]
 
@@ -86,6 +87,15 @@ def read_back(bootstrap: str, topic: str, partitions: int, count: int,
             assert time.monotonic() < deadline, f"{len(read)} of {count} records of {topic} read"
             read.extend(consumer.poll(timeout_ms=500))
     return read
+
+
+def read_all(bootstrap: str, topic: str, partitions: int,
+             timeout_s: float = 30.0) -> list[ConsumerRecord]:
+    """Every record of ``topic`` up to its end offsets now (so duplicates would show)."""
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    with BlockingConsumer({"bootstrap.servers": bootstrap}) as consumer:
+        ends = consumer.end_offsets(tps)
+    return read_back(bootstrap, topic, partitions, sum(ends.values()), timeout_s)
 
 
 def kafka_reader(spark: SparkSession, bootstrap: str, **options: str) -> DataFrameReader:
