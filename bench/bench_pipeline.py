@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,13 +32,12 @@ import attrs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bench.vs_kafka_sides import Side, kafka_side, pykraft_side
+from bench.spark_sides import SIDES, add_sides_option, chosen_sides, spark_in_scratch
+from bench.vs_kafka_sides import Side
 from broker.client import BlockingAdmin, NewTopic
-from pipeline import build_spark_session
 
 JOBS = ("write", "count", "parquet")
 WARM_UP_RECORDS = 10_000
-SIDES: dict[str, Callable[[Path], Side]] = {"pykraft": pykraft_side, "kafka": kafka_side}
 
 
 @attrs.frozen(kw_only=True)
@@ -149,27 +147,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--sides", default="pykraft,kafka",
-                        help=f"comma-separated, of {sorted(SIDES)}")
+    add_sides_option(parser)
     args = parser.parse_args(argv)
-    names = [n for n in args.sides.split(",") if n]
-    unknown = sorted(set(names) - set(SIDES))
-    if unknown:
-        parser.error(f"unknown sides {unknown}")
-    with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as scratch:
-        base = Path(scratch)
-        spark = build_spark_session("pykraft-bench-pipeline",
-                                    extra_conf={"spark.local.dir": str(base / "spark-local")})
-        try:
-            figures = [
-                figure
-                for name in names
-                for figure in measure_side(spark, name, base, records=args.records,
-                                           value_bytes=args.value_bytes,
-                                           partitions=args.partitions, runs=args.runs)
-            ]
-        finally:
-            spark.stop()
+    names = chosen_sides(parser, args)
+    with spark_in_scratch("pykraft-bench-pipeline") as (spark, base):
+        figures = [
+            figure
+            for name in names
+            for figure in measure_side(spark, name, base, records=args.records,
+                                       value_bytes=args.value_bytes,
+                                       partitions=args.partitions, runs=args.runs)
+        ]
     print(report(figures))
 
 

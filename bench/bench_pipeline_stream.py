@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -34,14 +33,13 @@ from typing import Any
 import attrs
 from pyspark.sql import SparkSession
 
-from bench.vs_kafka_sides import Side, kafka_side, pykraft_side
+from bench.spark_sides import SIDES, add_sides_option, chosen_sides, spark_in_scratch
+from bench.vs_kafka_sides import Side
 from broker.client import BlockingProducer
-from pipeline import build_spark_session
 from pipeline.clickstream_events import Topics, plan_events
 from pipeline.clickstream_generate import ensure_topics
 from pipeline.clickstream_jobs import StreamSettings, start_aggregates
 
-SIDES = {"pykraft": pykraft_side, "kafka": kafka_side}
 _SLICE_S = 0.1
 
 
@@ -150,23 +148,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rate", type=int, default=10_000)
     parser.add_argument("--seconds", type=float, default=40.0)
     parser.add_argument("--warm-up-s", type=float, default=10.0)
-    parser.add_argument("--sides", default="pykraft,kafka",
-                        help=f"comma-separated, of {sorted(SIDES)}")
+    add_sides_option(parser)
     args = parser.parse_args(argv)
-    names = [n for n in args.sides.split(",") if n]
-    unknown = sorted(set(names) - set(SIDES))
-    if unknown:
-        parser.error(f"unknown sides {unknown}")
-    with tempfile.TemporaryDirectory(prefix="bench-pipeline-stream-") as scratch:
-        base = Path(scratch)
-        spark = build_spark_session("pykraft-bench-pipeline-stream",
-                                    extra_conf={"spark.local.dir": str(base / "spark-local")})
-        try:
-            figures = [measure_side(spark, name, base, rate=args.rate, seconds=args.seconds,
-                                    warm_up_s=args.warm_up_s)
-                       for name in names]
-        finally:
-            spark.stop()
+    names = chosen_sides(parser, args)
+    with spark_in_scratch("pykraft-bench-pipeline-stream") as (spark, base):
+        figures = [measure_side(spark, name, base, rate=args.rate, seconds=args.seconds,
+                                warm_up_s=args.warm_up_s)
+                   for name in names]
     print(report(figures, args.rate))
 
 
