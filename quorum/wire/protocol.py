@@ -122,9 +122,7 @@ def _gathered(parts: Sequence[Part]) -> list[Part]:
     out: list[Part] = []
     short: list[Buffer] = [p.INT32_STRUCT.pack(sum(map(len, parts)))]
     for part in parts:
-        if isinstance(part, FileRegion):
-            pass
-        elif len(part) < _OWN_BUFFER_BYTES:
+        if not isinstance(part, FileRegion) and len(part) < _OWN_BUFFER_BYTES:
             short.append(part)
             continue
         if short:

@@ -8,7 +8,6 @@ between the batches. Waits poll the sink or the query with a deadline.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from broker.client import NewPartitions
 from deploy import LocalCluster
+from deploy.waiting import wait_until
 
 from .support import Sent, admin, create_topic, produce
 
@@ -29,12 +29,12 @@ REPLICATION = 3
 
 def _wait(condition: Callable[[], bool], what: str, query: StreamingQuery | None = None,
           timeout_s: float = DEADLINE_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
+    def holds() -> bool:
         if query is not None and query.exception() is not None:
             raise AssertionError(f"the query failed while waiting for {what}: {query.exception()}")
-        assert time.monotonic() < deadline, f"not within {timeout_s:.0f} s: {what}"
-        time.sleep(0.2)  # polling the condition above, bounded by the deadline
+        return condition()
+
+    wait_until(holds, what, timeout_s)
 
 
 @contextmanager

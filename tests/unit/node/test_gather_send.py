@@ -99,14 +99,9 @@ async def test_a_closed_peer_raises_broken_resource_like_send_all() -> None:
     left, right = socket.socketpair()
     right.close()
     sender = trio.SocketStream(trio.socket.from_stdlib_socket(left))
-    try:
+    with pytest.raises(trio.BrokenResourceError):
         await send_buffers(sender, [b"x" * 1000])
-    except trio.BrokenResourceError:
-        pass
-    else:
-        raise AssertionError("sending to a closed peer did not fail")
-    finally:
-        await sender.aclose()
+    await sender.aclose()
 
 
 async def test_file_regions_go_out_between_the_buffers_and_are_closed_once_sent(
