@@ -59,6 +59,8 @@ _STOP_TIMEOUT_S: Final = 10.0
 _PLAN_ATTEMPTS: Final = 5
 # what a node process prints once it serves (quorum.node.process.ready_line)
 _READY: Final = re.compile(r"^pykraft (?:node|broker) (\d+) ready: ", re.MULTILINE)
+# where Python starts printing an uncaught exception (a group's print is indented)
+_TRACEBACK_START: Final = re.compile(r"^(?:Traceback|  \+ Exception Group Traceback) ")
 # the directory holding the cli package, for the nodes' PYTHONPATH
 _PROJECT_ROOT: Final = Path(__file__).resolve().parent.parent
 
@@ -288,10 +290,37 @@ class LocalCluster(QuorumView):
                  *, nodes: Sequence[int] | None = None) -> T:
         """Poll ``condition`` until it returns something truthy; LaunchError with the
         nodes' log tails after ``timeout`` seconds."""
-        return wait_until(
-            condition, what, timeout,
-            details=lambda: "\n".join(self.log_tail(n) for n in (nodes or sorted(self.layout))),
-        )
+        def details() -> str:
+            tails = [self.log_tail(n) for n in (nodes or sorted(self.layout))]
+            return "\n".join([*self._exits(), *tails])
+
+        return wait_until(condition, what, timeout, details=details)
+
+    def _exits(self) -> list[str]:
+        """Each node that exited by itself (no stop or kill of ours), with the traceback it
+        printed last: first in a timeout's message, which a CI log may cut after a page."""
+        found = []
+        for node_id, process in sorted(self._processes.items()):
+            code = process.poll()
+            if code is None:
+                continue
+            found.append(f"=== node {node_id} exited by itself with status {code}\n"
+                         + self.last_traceback(node_id))
+        return found
+
+    def last_traceback(self, node_id: int, lines: int = 60) -> str:
+        """The node's output from the last traceback it printed (its first ten lines and its
+        end, ``lines`` in all), or its last lines when it printed none."""
+        path = self.layout[node_id].log_path
+        text = path.read_text(errors="replace").splitlines() if path.exists() else []
+        starts = [i for i, line in enumerate(text) if _TRACEBACK_START.match(line)]
+        if not starts:
+            return self.log_tail(node_id, lines=10)
+        block = text[starts[-1]:]
+        if len(block) > lines:  # the innermost error is printed last: keep the end
+            block = [*block[:10], f"[... {len(block) - lines} lines ...]",
+                     *block[-(lines - 10):]]
+        return "\n".join(block)
 
     def log_tail(self, node_id: int, lines: int = 30) -> str:
         path = self.layout[node_id].log_path

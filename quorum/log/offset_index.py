@@ -58,6 +58,8 @@ class OffsetIndex:
         assert not self._relative or (
             relative > self._relative[-1] and position > self._positions[-1]
         ), "index entries must increase"
+        # positions last: ``persist`` in a flush thread counts the positions, so every
+        # entry it sees is whole (a thread switch may fall between these two appends)
         self._relative.append(relative)
         self._positions.append(position)
 
@@ -92,7 +94,9 @@ class OffsetIndex:
 
     def persist(self) -> None:
         """Write the entries added since the last call to the index file."""
-        count = len(self._relative)  # entries may be added beside a flush thread
+        # entries may be added beside a flush thread: count the array ``append`` fills
+        # last, or an entry whose position is not there yet would be read
+        count = len(self._positions)
         if self._persisted >= count:
             return
         tail = b"".join(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Final
 
@@ -43,7 +44,12 @@ class SnapshotStore:
 
     def __init__(self, directory: Path) -> None:
         self._directory = directory
-        self._ids: set[OffsetAndEpoch] = set()
+        # replaced whole, never changed in place: a worker thread adds a snapshot
+        # (``create``) while the owner reads the set (``max`` of a set that grows while
+        # it is walked raises); changes take the lock, readers take the set as it is
+        self._ids: frozenset[OffsetAndEpoch] = frozenset()
+        self._change = threading.Lock()
+        found = set()
         for path in directory.iterdir():
             name = path.name
             if name.endswith((PARTIAL_SUFFIX, DELETED_SUFFIX)):
@@ -52,18 +58,25 @@ class SnapshotStore:
                 continue
             match = _NAME.match(name)
             if match:
-                self._ids.add(OffsetAndEpoch(int(match[1]), int(match[2])))
+                found.add(OffsetAndEpoch(int(match[1]), int(match[2])))
+        self._ids = frozenset(found)
 
     def ids(self) -> list[OffsetAndEpoch]:
         return sorted(self._ids)
 
     @property
     def latest(self) -> OffsetAndEpoch | None:
-        return max(self._ids) if self._ids else None
+        ids = self._ids
+        return max(ids) if ids else None
 
     @property
     def earliest(self) -> OffsetAndEpoch | None:
-        return min(self._ids) if self._ids else None
+        ids = self._ids
+        return min(ids) if ids else None
+
+    def _add(self, snapshot_id: OffsetAndEpoch) -> None:
+        with self._change:
+            self._ids = self._ids | {snapshot_id}
 
     def path_of(self, snapshot_id: OffsetAndEpoch) -> Path:
         return self._directory / snapshot_file_name(snapshot_id)
@@ -79,7 +92,7 @@ class SnapshotStore:
             return False
         path = self.path_of(snapshot_id)
         atomic_write(path, data, tmp_suffix=".part")
-        self._ids.add(snapshot_id)
+        self._add(snapshot_id)
         return True
 
     def write_partial(self, snapshot_id: OffsetAndEpoch, position: int, data: bytes) -> None:
@@ -106,7 +119,7 @@ class SnapshotStore:
         path = self.path_of(snapshot_id)
         os.replace(partial, path)
         fsync_dir(path.parent)
-        self._ids.add(snapshot_id)
+        self._add(snapshot_id)
         return True
 
     def _partial_path(self, snapshot_id: OffsetAndEpoch) -> Path:
@@ -138,11 +151,11 @@ class SnapshotStore:
 
     def delete_before(self, snapshot_id: OffsetAndEpoch) -> int:
         """Delete every snapshot older than ``snapshot_id``; returns how many."""
-        # a copy first: a worker thread may add a snapshot meanwhile (``create``)
-        old = [i for i in tuple(self._ids) if i < snapshot_id]
+        old = [i for i in self._ids if i < snapshot_id]
         for item in old:
             self.path_of(item).unlink(missing_ok=True)
-            self._ids.discard(item)
+            with self._change:
+                self._ids = self._ids - {item}
         if old:
             fsync_dir(self._directory)
         return len(old)

@@ -83,6 +83,8 @@ class TimeIndex:
         assert not self._timestamps or offset >= last.offset, ("offsets must not decrease", offset)
         relative = offset - self.base_offset
         assert 0 <= relative < 2**31, (offset, self.base_offset)
+        # offsets last: ``persist`` in a flush thread counts them, so every entry it sees
+        # is whole (a thread switch may fall between these two appends)
         self._timestamps.append(timestamp)
         self._relative.append(relative)
         return True
@@ -110,7 +112,9 @@ class TimeIndex:
 
     def persist(self) -> None:
         """Write the entries added since the last call to the index file."""
-        count = len(self._timestamps)  # entries may be added beside a flush thread
+        # entries may be added beside a flush thread: count the array ``maybe_append``
+        # fills last, or an entry whose offset is not there yet would be read
+        count = len(self._relative)
         if self._persisted >= count:
             return
         tail = b"".join(
