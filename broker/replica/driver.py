@@ -131,6 +131,9 @@ class ReplicaDriver:
         self._controller: BrokerControllerChannel | None = None
         self._links: FetchLinks | None = None
         self._hw_dirty = False
+        # one checkpoint write at a time: the last one at shutdown waits for a periodic one
+        # still in its thread (both write the same temporary file)
+        self._checkpoint_lock = trio.Lock()
         self.steps = 0
         # set (and replaced) after each slice of the image's changes is applied
         self.applied = trio.Event()
@@ -421,10 +424,11 @@ class ReplicaDriver:
 
     async def _write_checkpoint(self) -> None:
         assert self._checkpoint is not None
-        self._hw_dirty = False
-        marks = self.core.high_watermarks()
-        try:
-            await trio.to_thread.run_sync(self._checkpoint, marks)
-        except OSError as exc:
-            self._hw_dirty = True
-            logger.warning("high watermark checkpoint not written: %s", exc)
+        async with self._checkpoint_lock:
+            self._hw_dirty = False
+            marks = self.core.high_watermarks()
+            try:
+                await trio.to_thread.run_sync(self._checkpoint, marks)
+            except OSError as exc:
+                self._hw_dirty = True
+                logger.warning("high watermark checkpoint not written: %s", exc)

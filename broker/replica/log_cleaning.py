@@ -121,6 +121,11 @@ async def clean_filthiest(
             else:
                 await trio.lowlevel.checkpoint()
     except (OSError, LogError, WireError) as exc:
+        if log.is_closed:
+            # the partition was deleted while a file of the round was synced in a thread:
+            # nothing is wrong with it (a partition hosted again under that name is clean)
+            logger.info("cleaning %s stopped: the log was closed", log.directory.name)
+            return False
         # Kafka's uncleanable partition: a corrupt batch or a failed write; what the round
         # swapped in before stays, and a swap it left half done is finished at next open
         logger.error(

@@ -435,7 +435,9 @@ class FileLog:
         May run in a worker thread while the owner appends (the node's leader
         and a broker's flush policy do): it claims only what was written before
         it started, and races with a roll can only make it claim less. Nothing
-        may truncate or delete segments meanwhile.
+        may truncate meanwhile; the leader's timers may delete segments below the
+        active one (cleaning after a snapshot), which is safe for the metadata log,
+        whose flush syncs the active segment only, not for a data partition's.
         """
         assert not self._closed, "the log is closed"
         return self._files_of.flush()

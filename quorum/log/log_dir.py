@@ -343,7 +343,11 @@ class LogDirectory:
         Partitions of this directory not in ``high_watermarks`` (not opened since the
         start, say) keep their last checkpointed value; keys never opened are skipped.
         """
-        merged = {name: hw for name, hw in self.high_watermarks.items() if name in self.logs}
+        # runs in a worker thread (the replica driver's checkpoint) while the owner may
+        # delete partitions, popping from this dict: a copy (dict.copy runs no Python code,
+        # so no thread switch falls inside it) is walked instead
+        known = self.high_watermarks.copy()
+        merged = {name: hw for name, hw in known.items() if name in self.logs}
         for key, high_watermark in high_watermarks.items():
             name = self._names.get(_key_of(key))
             if name is not None:

@@ -49,9 +49,9 @@ class LogFiles:
         recovered = recover(directory, config, mode, files=files, now_ms=now)
         self.segments = recovered.segments
         self.bases = [segment.base_offset for segment in self.segments]
+        self.snapshots = SnapshotStore(directory)
         self.log_start_offset = recovered.log_start_offset
         self.epochs = recovered.epochs
-        self.snapshots = SnapshotStore(directory)
         self.producer_snapshots = ProducerSnapshotFiles(directory)
         # recovery may have cut a tail that a producer snapshot covered
         self.producer_snapshots.delete_above(self.log_end_offset)
@@ -66,6 +66,17 @@ class LogFiles:
     @property
     def data_partition(self) -> bool:
         return self.mode.data_partition
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @log_start_offset.setter
+    def log_start_offset(self, offset: int) -> None:
+        # the snapshot store refuses snapshots below it, also one that a worker thread
+        # finishes after the start moved past it
+        self._log_start_offset = offset
+        self.snapshots.refuse_below(offset)
 
     @property
     def active(self) -> Segment:

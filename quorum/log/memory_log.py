@@ -420,8 +420,8 @@ class MemoryLog:
     def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
         if snapshot_id.offset < 0 or snapshot_id.epoch < 0:
             raise ValueError(f"snapshot id {snapshot_id} has a negative offset or epoch")
-        if snapshot_id in self._snapshots:
-            return False
+        if snapshot_id in self._snapshots or snapshot_id.offset < self.log_start_offset:
+            return False  # (the file log's rule: nothing below the log start)
         whole = data if isinstance(data, bytes | memoryview) else b"".join(data)
         self._snapshots[snapshot_id] = bytes(whole)
         return True

@@ -193,7 +193,8 @@ class ReplicatedLog(Protocol):
         ...
 
     def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
-        """Store a whole snapshot atomically; False if that id already exists.
+        """Store a whole snapshot atomically; False if that id already exists or lies below
+        the log start offset (Kafka refuses those too).
 
         ``data`` is the bytes, or their parts in order. The file log may run this in a
         worker thread (the node's trio thread keeps serving while a large snapshot is

@@ -343,13 +343,16 @@ class Segment:
 
     def append(self, data: memoryview, batches: list[BatchInfo]) -> None:
         """Write validated batches (positions relative to ``data``) at the end."""
+        start = self.size
         written = 0
         with self._file as fd:
             while written < len(data):
-                written += os.pwrite(fd, data[written:], self.size + written)
+                written += os.pwrite(fd, data[written:], start + written)
+        # the size before the end offset: a flush thread reads the log end, then the size
+        # it syncs (FileLog.flush), so every batch it counts lies inside what it syncs
+        self.size = start + len(data)
         for batch in batches:
-            self.note_batch(batch, self.size + batch.position)
-        self.size += len(data)
+            self.note_batch(batch, start + batch.position)
 
     def flush(self, *, sync_indexes: bool = False) -> None:
         """fsync the data written so far; ``sync_indexes`` also syncs the index files (a

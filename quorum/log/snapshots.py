@@ -49,6 +49,10 @@ class SnapshotStore:
         # it is walked raises); changes take the lock, readers take the set as it is
         self._ids: frozenset[OffsetAndEpoch] = frozenset()
         self._change = threading.Lock()
+        # the log's start offset (``refuse_below``): a snapshot below it is refused, and one
+        # a worker thread finishes after the start passed it is dropped (Kafka refuses a
+        # snapshot below the log start too); kept, it would stop every later cleaning
+        self._floor = 0
         found = set()
         for path in directory.iterdir():
             name = path.name
@@ -74,25 +78,40 @@ class SnapshotStore:
         ids = self._ids
         return min(ids) if ids else None
 
-    def _add(self, snapshot_id: OffsetAndEpoch) -> None:
+    def refuse_below(self, offset: int) -> None:
+        """The log starts at ``offset`` now: snapshots below it are refused from here on."""
         with self._change:
+            self._floor = offset
+
+    def _add(self, snapshot_id: OffsetAndEpoch) -> bool:
+        """The id joins the set; False if it is below the log start (the caller drops it)."""
+        with self._change:
+            if snapshot_id.offset < self._floor:
+                return False
             self._ids = self._ids | {snapshot_id}
+            return True
 
     def path_of(self, snapshot_id: OffsetAndEpoch) -> Path:
         return self._directory / snapshot_file_name(snapshot_id)
 
     def create(self, snapshot_id: OffsetAndEpoch, data: SnapshotData) -> bool:
-        """Write a snapshot atomically; False (and no write) if the id exists.
+        """Write a snapshot atomically; False (and no write) if the id exists or lies below
+        the log start, False (the file written, then dropped) if the start passed it
+        meanwhile.
 
         Safe in a worker thread while the owner reads snapshots: the id joins the
         set only once the file is complete and in place."""
         if snapshot_id.offset < 0 or snapshot_id.epoch < 0:
             raise ValueError(f"snapshot id {snapshot_id} has a negative offset or epoch")
-        if snapshot_id in self._ids:
+        if snapshot_id in self._ids or snapshot_id.offset < self._floor:
             return False
         path = self.path_of(snapshot_id)
         atomic_write(path, data, tmp_suffix=".part")
-        self._add(snapshot_id)
+        if not self._add(snapshot_id):
+            logger.info("dropping snapshot %s: the log starts past it now", path.name)
+            path.unlink(missing_ok=True)
+            fsync_dir(self._directory)
+            return False
         return True
 
     def write_partial(self, snapshot_id: OffsetAndEpoch, position: int, data: bytes) -> None:
@@ -119,7 +138,10 @@ class SnapshotStore:
         path = self.path_of(snapshot_id)
         os.replace(partial, path)
         fsync_dir(path.parent)
-        self._add(snapshot_id)
+        if not self._add(snapshot_id):
+            path.unlink(missing_ok=True)
+            fsync_dir(self._directory)
+            return False
         return True
 
     def _partial_path(self, snapshot_id: OffsetAndEpoch) -> Path:

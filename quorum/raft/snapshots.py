@@ -182,8 +182,11 @@ def maybe_clean(
 
 def _clean_while(log: ReplicatedLog, breached: Callable[[OffsetAndEpoch], bool]) -> bool:
     """Drop the oldest snapshot (start the log at the next) while ``breached(oldest)``."""
-    # a snapshot past the log end (a crash mid-download) cannot be a log start
-    ids = [s for s in log.snapshot_ids() if s.offset <= log.log_end_offset]
+    # a snapshot past the log end (a crash mid-download) cannot be a log start, and one
+    # below the log start (written by a thread after the start passed it) must not stop
+    # the walk: the next cleaning deletes it with the others before the start
+    start, end = log.log_start_offset, log.log_end_offset
+    ids = [s for s in log.snapshot_ids() if start <= s.offset <= end]
     moved = False
     for oldest, nxt in itertools.pairwise(ids):
         if not breached(oldest) or not log.delete_before(nxt):

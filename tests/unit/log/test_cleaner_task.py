@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
+import pytest
 import trio
 
 from broker.replica.log_cleaning import LogCleaning, clean_filthiest
-from quorum.log import CLEANER_OFFSET_CHECKPOINT, FileLog, LogCleaner, ReplicatedLog
+from quorum.log import CLEANER_OFFSET_CHECKPOINT, FileLog, LogCleaner, ReplicatedLog, SyncFile
+from quorum.log.log_dir import LogDirectory, PartitionKey
 
 from .compaction import COMPACTED, T0, keyed_batch, open_log, read_entries
 
@@ -68,3 +72,32 @@ async def test_a_log_below_the_minimum_dirty_ratio_is_left_alone(tmp_path: Path)
     assert not await clean_filthiest(LogCleaning(), [partition], lambda: T0 + 100)
     assert read_entries(log) == before
     log.close()
+
+
+async def test_a_partition_deleted_while_a_cleaned_file_syncs_leaves_its_name_cleanable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = LogDirectory(tmp_path, COMPACTED)
+    key = PartitionKey(uuid.uuid4(), 0)
+    log = directory.create_log(key, ("compacted", 0))
+    for r in range(12):
+        log.append(keyed_batch([(b"a", f"{r}".encode()), (b"b", b"x")]), epoch=1)
+    partition = FakePartition(log=log, high_watermark=log.log_end_offset)
+    cleaning = LogCleaning(cleaner=LogCleaner(slice_batches=2))
+    run_sync = trio.to_thread.run_sync
+    deleted: list[Path | None] = []
+
+    async def deleting_first(fn: Callable[..., object], *args: object) -> object:
+        # the owner's thread, between the job's SyncFile and the thread opening the file:
+        # the topic is deleted (the log abandoned, its directory moved aside)
+        if isinstance(getattr(fn, "__self__", None), SyncFile) and not deleted:
+            deleted.append(directory.delete(*("compacted", 0)))
+        return await run_sync(fn, *args)
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", deleting_first)
+    assert not await clean_filthiest(cleaning, [partition], lambda: T0 + 100)
+    assert deleted and deleted[0] is not None
+    # the same name hosted again (the topic created again): a log like any other
+    again = directory.create_log(PartitionKey(uuid.uuid4(), 0), ("compacted", 0))
+    assert not cleaning.cleaner.is_uncleanable(again)
+    directory.close()
