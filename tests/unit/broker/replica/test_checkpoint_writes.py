@@ -21,6 +21,7 @@ async def test_the_last_checkpoint_at_shutdown_waits_for_one_still_in_its_thread
     inside = 0
     lock = threading.Lock()
     release = threading.Event()
+    began = trio.Event()
 
     def checkpoint(marks: Mapping[Any, int]) -> None:  # in a worker thread
         nonlocal entered, inside, most_at_once
@@ -28,6 +29,7 @@ async def test_the_last_checkpoint_at_shutdown_waits_for_one_still_in_its_thread
             entered += 1
             inside += 1
             most_at_once = max(most_at_once, inside)
+        trio.from_thread.run_sync(began.set)
         release.wait(10)  # the first write is slow (a large file, a slow disk)
         with lock:
             inside -= 1
@@ -37,8 +39,7 @@ async def test_the_last_checkpoint_at_shutdown_waits_for_one_still_in_its_thread
     async with trio.open_nursery() as nursery:
         nursery.start_soon(driver._write_checkpoint)  # the periodic one
         with trio.fail_after(10):
-            while not entered:  # its thread has begun the write
-                await trio.sleep(0.001)
+            await began.wait()  # its thread has begun the write
         nursery.start_soon(driver._write_checkpoint)  # the last one, at shutdown
         await trio.testing.wait_all_tasks_blocked()
         # the second waits for the first's thread, not in a thread of its own
