@@ -41,7 +41,11 @@ from broker.api.groups import (
     find_coordinator,
 )
 from broker.api.log_dirs import describe_log_dirs
-from broker.api.metadata import ListenerView, describe_cluster_response
+from broker.api.metadata import (
+    ListenerView,
+    describe_cluster_response,
+    invalid_metadata_request,
+)
 from broker.api.metadata_cache import MetadataAnswerCache
 from broker.api.offsets import list_offsets, offsets_for_leader_epochs
 from broker.api.producer_ids import ProducerIdSource
@@ -292,6 +296,8 @@ class BrokerRouter(ListenerRouter):
 
     async def _metadata(self, version: int, message: MetadataRequest) -> Any:
         """The answer's ``EncodedBody``, built in slices and kept per image."""
+        if (refused := invalid_metadata_request(message, version)) is not None:
+            return refused
         if self._auto_topics is not None:
             self._auto_topics.maybe_create(self._image(), message, version)
         return await self.metadata_answers.encoded_response(

@@ -90,7 +90,9 @@ class ControllerForwarder:
             )
         except ControllerUnavailableError as exc:
             logger.info("forwarding %s failed: %s", type(request).__name__, exc)
-            return error_response(request, Errors.REQUEST_TIMED_OUT, str(exc))
+            return error_response(
+                request, Errors.REQUEST_TIMED_OUT, str(exc), version=version
+            )
         shown = visible_when(request, response)
         if shown is not None and self._image_wait is not None:
             left_s = timeout_ms / 1000 - (trio.current_time() - start)

@@ -64,6 +64,7 @@ __all__ = [
     "ResponseSink",
     "all_topics_asked",
     "describe_cluster_response",
+    "invalid_metadata_request",
     "live_brokers",
     "metadata_response",
 ]
@@ -73,6 +74,8 @@ R_co = TypeVar("R_co", covariant=True)
 
 BROKER_ENDPOINT_TYPE: Final = 1
 CONTROLLER_ENDPOINT_TYPE: Final = 2
+# Metadata looks topics up by id from this version (v10-11 carry ids but refuse them)
+_TOPIC_IDS_SINCE: Final = 12
 
 
 @attrs.frozen(kw_only=True)
@@ -122,6 +125,26 @@ def metadata_response(
 ) -> MetadataResponse:
     """The answer in one go (small requests, tests)."""
     return build_at_once(MetadataAnswerBuilder(image, request, version, view, ResponseSink()))
+
+
+def invalid_metadata_request(request: MetadataRequest, version: int) -> MetadataResponse | None:
+    """The INVALID_REQUEST answer to a v10-11 request naming a topic by id or by no name.
+
+    Those versions carry the fields but Kafka's ``handleTopicMetadataRequest``
+    refuses both (ids are served from v12); its ``getErrorResponse`` answers
+    every topic asked about with the error, a null name as "" (the response
+    has no null names before v12), and no brokers.
+    """
+    if version >= _TOPIC_IDS_SINCE or all_topics_asked(request, version):
+        return None
+    topics = request.topics or ()
+    if all(t.name is not None and t.topic_id == ZERO_UUID for t in topics):
+        return None
+    return MetadataResponse(topics=tuple(
+        MetadataResponseTopic(error_code=Errors.INVALID_REQUEST, name=t.name or "",
+                              topic_id=t.topic_id)
+        for t in topics
+    ))
 
 
 def all_topics_asked(request: MetadataRequest, version: int) -> bool:

@@ -285,7 +285,7 @@ class QuorumController:
         name = type(request).__name__.removesuffix("Request")
         if not self.is_active:
             text = f"node {self.config.node_id} is not the active controller"
-            response = error_response(request, Errors.NOT_CONTROLLER, text)
+            response = error_response(request, Errors.NOT_CONTROLLER, text, version=version)
             return Operation(name, from_result(lambda: ControllerResult.answer(response)))
         command = self._commands.get(type(request))
         if command is None:

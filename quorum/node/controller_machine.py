@@ -69,6 +69,7 @@ class _Answer:
     request: Any
     response: Any
     reply: Callable[[object], None]
+    version: int  # the request's, for an error answer in its shape
 
 
 @attrs.define
@@ -160,7 +161,7 @@ class ControllerMachine:
             text = f"node {core.node_id} is not the active controller" + (
                 "" if leader is None else f"; node {leader} leads the quorum"
             )
-            item.reply(error_response(item.request, Errors.NOT_CONTROLLER, text))
+            item.reply(error_response(item.request, Errors.NOT_CONTROLLER, text, version=item.version))
             return
         request = item.request
         if isinstance(request, BrokerHeartbeatRequest):
@@ -271,7 +272,9 @@ class ControllerMachine:
         running, self._running = self._running, None
         if running is not None and running.queued is not None:
             queued = running.queued
-            queued.reply(error_response(queued.call.request, Errors.NOT_CONTROLLER, text))
+            queued.reply(error_response(
+                queued.call.request, Errors.NOT_CONTROLLER, text, version=queued.call.version
+            ))
         self._calls_fail(text)
         self._fail_answers(text)
 
@@ -371,7 +374,8 @@ class ControllerMachine:
             self.controller.heartbeat_in_hand(request, now_ms)
         # an answer without records still waits for everything proposed before it
         self._answers.append(
-            _Answer(end_offset, queued.call.request, running.operation.response, queued.reply)
+            _Answer(end_offset, queued.call.request, running.operation.response, queued.reply,
+                    queued.call.version)
         )
         self._answer()
 
@@ -411,7 +415,7 @@ class ControllerMachine:
                 queued = running.queued
                 queued.reply(error_response(
                     queued.call.request, Errors.NOT_CONTROLLER,
-                    "leadership moved during the request",
+                    "leadership moved during the request", version=queued.call.version,
                 ))
             self._expected_offset = None
             self._calls_fail("leadership moved before the request was handled")
@@ -457,7 +461,7 @@ class ControllerMachine:
     def _fail_answers(self, text: str) -> None:
         while self._answers:
             done = self._answers.popleft()
-            done.reply(error_response(done.request, Errors.NOT_CONTROLLER, text))
+            done.reply(error_response(done.request, Errors.NOT_CONTROLLER, text, version=done.version))
 
     def _calls_fail(self, text: str) -> None:
         self._heartbeats.clear()
@@ -467,4 +471,6 @@ class ControllerMachine:
         for lane in (self._lifecycle, self._requests):
             while lane:
                 queued = lane.popleft()
-                queued.reply(error_response(queued.call.request, Errors.NOT_CONTROLLER, text))
+                queued.reply(error_response(
+                    queued.call.request, Errors.NOT_CONTROLLER, text, version=queued.call.version
+                ))

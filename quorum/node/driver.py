@@ -504,5 +504,6 @@ def _refuse(item: Input) -> None:
         )
     elif isinstance(item, ControllerCall):
         item.reply(
-            error_response(item.request, Errors.NOT_CONTROLLER, "the node is shutting down")
+            error_response(item.request, Errors.NOT_CONTROLLER, "the node is shutting down",
+                           version=item.version)
         )

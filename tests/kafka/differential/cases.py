@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 import time
+import uuid
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -182,6 +183,10 @@ def _ofle(topic: str, partition: int, leader_epoch: int, *, current: int = -1) -
     return OffsetForLeaderEpochRequest(replica_id=-1, topics=(OffsetForLeaderEpochRequestTopic(
         topic=topic, partitions=(OffsetForLeaderEpochRequestPartition(
             partition=partition, leader_epoch=leader_epoch, current_leader_epoch=current),)),))
+
+
+# a topic id no cluster holds (a fixed value: both clusters get the same request)
+_SOME_TOPIC_ID: Final = uuid.UUID("5c1e2d3f-0000-4000-8000-00000000d1ff")
 
 
 def _metadata(*names: str, version: int = 12) -> Any:
@@ -390,6 +395,13 @@ CLUSTER_CASES: Final = (
         "dpt bad name!", version=v)), versions=(4, 12)),
     Case("metadata-internal-topic", K.METADATA, _at("any", lambda v: _metadata(
         "__consumer_offsets", version=v)), versions=(1, 12)),
+    # v10-11 carry topic ids and nullable names but refuse both (ids are served from v12)
+    Case("metadata-topic-id-before-v12", K.METADATA, _at("any", lambda v: MetadataRequest(
+        topics=(MetadataRequestTopic(name=DATA_TOPIC, topic_id=_SOME_TOPIC_ID),),
+        allow_auto_topic_creation=False)), versions=(10, 11)),
+    Case("metadata-null-name-before-v12", K.METADATA, _at("any", lambda v: MetadataRequest(
+        topics=(MetadataRequestTopic(name=None),), allow_auto_topic_creation=False)),
+        versions=(10, 11)),
     Case("api-versions", K.API_VERSIONS, _at("any", lambda v: ApiVersionsRequest(
         client_software_name="pykraft-differential", client_software_version="1.0"))),
     Case("api-versions-bad-software-name", K.API_VERSIONS, _at("any", lambda v: (

@@ -13,11 +13,14 @@ from broker.api.forwarding import ControllerForwarder
 from broker.controller_channel import BrokerControllerChannel
 from quorum.client import TrioKafkaConnection
 from quorum.describe import describe_quorum_request, quorum_info_from_response
+from quorum.wire.codec import encode
 from quorum.wire.error_codes import Errors
 from quorum.wire.messages import (
     CreateTopicsRequest,
     CreateTopicsRequestTopic,
     DeleteTopicsRequest,
+    ElectLeadersRequest,
+    ElectLeadersRequestTopicPartitions,
     MetadataRequest,
     MetadataRequestTopic,
 )
@@ -150,3 +153,25 @@ async def test_a_describe_quorum_no_controller_answers_gets_request_timed_out() 
     assert answer.error_code == Errors.REQUEST_TIMED_OUT
     assert answer.error_message
     assert 0.3 <= waited < 5
+
+
+async def test_an_elect_leaders_v0_no_controller_answers_times_out_on_each_partition() -> None:
+    (unused_port,) = free_ports(1)
+    channel = BrokerControllerChannel(
+        {1: ("127.0.0.1", unused_port)}, leader_id=lambda: 1, client_id="test"
+    )
+    forwarder = ControllerForwarder(channel)
+    request = ElectLeadersRequest(
+        topic_partitions=(ElectLeadersRequestTopicPartitions(topic="t", partitions=(0, 1)),),
+        timeout_ms=300,
+    )
+    with trio.fail_after(DEADLINE_S):
+        answer = await forwarder.forward(request, 0)
+        await channel.aclose()
+    # v0 has no top-level error code (Kafka's ElectLeadersRequest.getErrorResponse): the
+    # answer must encode at v0, with the error on every partition asked about
+    encode(answer, 0)
+    assert [(r.topic, [(p.partition_id, p.error_code) for p in r.partition_result])
+            for r in answer.replica_election_results] == [
+        ("t", [(0, Errors.REQUEST_TIMED_OUT), (1, Errors.REQUEST_TIMED_OUT)])
+    ]

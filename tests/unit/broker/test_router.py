@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import uuid
 
 import pytest
 import trio
@@ -22,8 +23,11 @@ from quorum.wire.messages import (
     CreateTopicsResponseTopic,
     FetchRequest,
     MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
 )
 from quorum.wire.protocol import RequestHeader, decode_response, encode_request
+from quorum.wire.uuids import ZERO_UUID
 
 VIEW = ListenerView(
     node_id=7, cluster_id="cluster", listener_name="PLAINTEXT", host="b7", port=9092, rack=None
@@ -118,3 +122,23 @@ async def test_without_a_forwarder_an_admin_request_closes_the_connection() -> N
                            CreateTopicsRequest())
     with pytest.raises(BrokerRequestRejected, match="forwards no admin requests"):
         await router.dispatch(ServerConnection("test"), frame[4:])
+
+
+@pytest.mark.parametrize("version", [10, 11])
+async def test_metadata_before_v12_naming_a_topic_by_id_or_by_no_name_gets_invalid_request(
+    version: int,
+) -> None:
+    router = BrokerRouter(view=VIEW, image=lambda: EMPTY_IMAGE)
+    topic_id = uuid.UUID(int=7)
+    request = MetadataRequest(topics=(
+        MetadataRequestTopic(name=None), MetadataRequestTopic(name="t", topic_id=topic_id),
+    ))
+    frame = encode_request(RequestHeader(api_key=3, api_version=version, correlation_id=5),
+                           request)
+    data = await answers(router, [frame[4:]])
+    header, answer = decode_response(data[4:], 3, version)
+    assert header.correlation_id == 5 and isinstance(answer, MetadataResponse)
+    assert [(t.error_code, t.name, t.topic_id) for t in answer.topics] == [
+        (Errors.INVALID_REQUEST, "", ZERO_UUID), (Errors.INVALID_REQUEST, "t", topic_id),
+    ]
+    assert answer.brokers == ()
