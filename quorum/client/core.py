@@ -42,6 +42,9 @@ from quorum.wire.schema import message_info
 
 __all__ = ["DEFAULT_CLIENT_ID", "ClientConnection", "Pending", "Response"]
 
+# ApiVersions' first body field, when the server did not know the version asked for
+_UNSUPPORTED_VERSION_CODE: Final = struct.pack(">h", Errors.UNSUPPORTED_VERSION)
+
 DEFAULT_CLIENT_ID: Final = "pykraft"
 _MAX_CORRELATION_ID: Final = 2**31 - 1
 _CORRELATION: Final = struct.Struct(">i")
@@ -283,8 +286,9 @@ class ClientConnection:
         pending = self._pending.popleft()
         del self._by_id[correlation_id]
         version = pending.version
-        if pending.api_key == API_VERSIONS_KEY and len(frame) >= 6 and frame[4:6] != b"\0\0":
-            # a server answers an ApiVersions version it does not know with a v0 body
+        if pending.api_key == API_VERSIONS_KEY and frame[4:6] == _UNSUPPORTED_VERSION_CODE:
+            # a server answers an ApiVersions version it does not know with a v0 body; any
+            # other error (INVALID_REQUEST for a bad software name) comes at the version sent
             version = 0
         _, message = decode_response(frame, pending.api_key, version)
         if pending.abandoned:

@@ -131,6 +131,17 @@ def test_an_unsupported_api_versions_version_is_read_as_v0_and_retried_lower() -
     assert core.server_versions is None
 
 
+def test_an_api_versions_refusal_of_another_kind_is_read_at_the_version_sent() -> None:
+    # a bad client software name: INVALID_REQUEST, in the request's own version and no table
+    core = ClientConnection()
+    request, version = core.api_versions_request()
+    cid, _ = core.send_request(request, version=version)
+    refusal = ApiVersionsResponse(error_code=Errors.INVALID_REQUEST)
+    [response] = core.receive_data(answer(cid, 18, version, refusal))
+    assert response.version == version
+    assert response.message.error_code == Errors.INVALID_REQUEST
+
+
 def test_a_request_without_a_response_uses_an_id_but_is_never_in_flight() -> None:
     core = ClientConnection()
     silent, frame = core.send_request(DescribeClusterRequest(), version=1, expect_response=False)
