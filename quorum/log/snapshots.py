@@ -31,6 +31,9 @@ SNAPSHOT_SUFFIX: Final = ".checkpoint"
 PARTIAL_SUFFIX: Final = ".checkpoint.part"
 DELETED_SUFFIX: Final = ".checkpoint.deleted"
 _NAME: Final = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+# one lock for every store's changes (they are rare; a broker holds a store per partition,
+# and a lock each would cost memory per replica)
+_CHANGE: Final = threading.Lock()
 
 logger = logging.getLogger("quorum.log")
 
@@ -48,7 +51,6 @@ class SnapshotStore:
         # (``create``) while the owner reads the set (``max`` of a set that grows while
         # it is walked raises); changes take the lock, readers take the set as it is
         self._ids: frozenset[OffsetAndEpoch] = frozenset()
-        self._change = threading.Lock()
         # the log's start offset (``refuse_below``): a snapshot below it is refused, and one
         # a worker thread finishes after the start passed it is dropped (Kafka refuses a
         # snapshot below the log start too); kept, it would stop every later cleaning
@@ -80,12 +82,12 @@ class SnapshotStore:
 
     def refuse_below(self, offset: int) -> None:
         """The log starts at ``offset`` now: snapshots below it are refused from here on."""
-        with self._change:
+        with _CHANGE:
             self._floor = offset
 
     def _add(self, snapshot_id: OffsetAndEpoch) -> bool:
         """The id joins the set; False if it is below the log start (the caller drops it)."""
-        with self._change:
+        with _CHANGE:
             if snapshot_id.offset < self._floor:
                 return False
             self._ids = self._ids | {snapshot_id}
@@ -176,7 +178,7 @@ class SnapshotStore:
         old = [i for i in self._ids if i < snapshot_id]
         for item in old:
             self.path_of(item).unlink(missing_ok=True)
-            with self._change:
+            with _CHANGE:
                 self._ids = self._ids - {item}
         if old:
             fsync_dir(self._directory)
