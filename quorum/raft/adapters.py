@@ -2,7 +2,9 @@
 
 Parsing a request checks that it addresses ``__cluster_metadata``/0 (Fetch by
 topic id, or by name before topic ids) and returns None otherwise; the core
-answers those with the error Kafka uses. Responses are parsed leniently: a
+answers those with the error Kafka uses. A Vote, BeginQuorumEpoch or
+EndQuorumEpoch naming an epoch above ``MAX_REQUEST_EPOCH`` is refused the same
+way (INVALID_REQUEST): pykraft's departure from Kafka, which takes any epoch. Responses are parsed leniently: a
 response without the partition (a top-level error) yields a view whose
 partition fields keep their defaults.
 """
@@ -62,6 +64,7 @@ from quorum.wire.messages import (
 from quorum.wire.uuids import METADATA_TOPIC_ID, ZERO_UUID
 
 __all__ = [
+    "MAX_REQUEST_EPOCH",
     "METADATA_PARTITION",
     "METADATA_TOPIC",
     "begin_epoch_request",
@@ -85,6 +88,11 @@ __all__ = [
 
 METADATA_TOPIC: Final = "__cluster_metadata"
 METADATA_PARTITION: Final = 0
+# The highest epoch a request may move a voter to. Epochs are int32 and every election
+# adds one: a voter moved to 2^31-1 could never stand again (Kafka's wraps to a negative
+# epoch that every voter refuses), so one forged request would end the quorum for good.
+# Below this ceiling a quorum still has 2^20 elections ahead of it.
+MAX_REQUEST_EPOCH: Final = 2**31 - 1 - 2**20
 
 
 def _single_partition(topics: tuple[object, ...], name_of: str, index_of: str) -> object | None:
@@ -112,7 +120,7 @@ def _first_partition(topics: tuple[object, ...]) -> object | None:
 
 def parse_vote_request(msg: VoteRequest) -> VoteAsk | None:
     part = _single_partition(msg.topics, "topic_name", "partition_index")
-    if not isinstance(part, VoteRequestPartition):
+    if not isinstance(part, VoteRequestPartition) or part.replica_epoch > MAX_REQUEST_EPOCH:
         return None
     return VoteAsk(
         cluster_id=msg.cluster_id,
@@ -170,7 +178,9 @@ def parse_vote_response(msg: VoteResponse) -> VoteAnswer:
 
 def parse_begin_epoch_request(msg: BeginQuorumEpochRequest) -> BeginEpochAsk | None:
     part = _single_partition(msg.topics, "topic_name", "partition_index")
-    if not isinstance(part, BeginQuorumEpochRequestPartition):
+    if not isinstance(part, BeginQuorumEpochRequestPartition) or (
+        part.leader_epoch > MAX_REQUEST_EPOCH
+    ):
         return None
     return BeginEpochAsk(
         cluster_id=msg.cluster_id,
@@ -215,7 +225,9 @@ def parse_epoch_response(msg: BeginQuorumEpochResponse | EndQuorumEpochResponse)
 
 def parse_end_epoch_request(msg: EndQuorumEpochRequest) -> EndEpochAsk | None:
     part = _single_partition(msg.topics, "topic_name", "partition_index")
-    if not isinstance(part, EndQuorumEpochRequestPartition):
+    if not isinstance(part, EndQuorumEpochRequestPartition) or (
+        part.leader_epoch > MAX_REQUEST_EPOCH
+    ):
         return None
     # v0 lists successor ids, v1+ candidates with directory ids
     successors = part.preferred_successors or tuple(
