@@ -26,9 +26,10 @@ def wait_until(
     timeout: float,
     *,
     details: Callable[[], str] = lambda: "",
+    poll_s: float = POLL_INTERVAL_S,
 ) -> T:
-    """Poll ``condition`` until it returns something truthy and return that; LaunchError
-    naming ``what`` (and ``details()``) after ``timeout`` seconds."""
+    """Poll ``condition`` every ``poll_s`` until it returns something truthy and return
+    that; LaunchError naming ``what`` (and ``details()``) after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         result = condition()
@@ -38,4 +39,4 @@ def wait_until(
             extra = details()
             raise LaunchError(f"timed out after {timeout}s waiting for {what}"
                               + (f"\n{extra}" if extra else ""))
-        time.sleep(POLL_INTERVAL_S)
+        time.sleep(poll_s)

@@ -116,6 +116,10 @@ def _describe_configs(
     )
 
 
+# ElectLeaders' top-level error code is there from v1 (v0 has none)
+_ELECT_LEADERS_TOP_ERROR_SINCE: Final = 1
+
+
 def _elect_leaders(request: ElectLeadersRequest, error: Errors, text: str, version: int) -> Any:
     """Kafka's ``ElectLeadersRequest.getErrorResponse``: the error on every partition asked
     about, and at the top from v1 (v0 has no top-level error code)."""
@@ -135,8 +139,6 @@ def _elect_leaders(request: ElectLeadersRequest, error: Errors, text: str, versi
         ),
     )
 
-
-_ELECT_LEADERS_TOP_ERROR_SINCE: Final = 1
 
 _BUILDERS: Final[dict[type, _Builder]] = {
     CreateTopicsRequest: _create_topics,

@@ -33,13 +33,13 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import attrs
 import pytest
 from pyspark.sql import SparkSession
 
+from deploy.waiting import wait_until
 from pipeline.topic_to_parquet import start_query
 
 from .conftest import SEEDS_OPTION
@@ -86,13 +86,16 @@ def test_kill_plans_cover_every_point_once_at_increasing_batches() -> None:
 
 
 def wait_for(path: Path, driver: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not path.exists():
+    def written() -> bool:
+        if path.exists():
+            return True
         # a driver stopped by a blocker exits after writing what it could: look once more
         exited = driver.poll() is not None and not path.exists()
         assert not exited, f"the driver exited early:\n{log.read_text()[-3000:]}"
-        assert time.monotonic() < deadline, f"no {path} after {START_TIMEOUT_S}s"
-        time.sleep(0.005)
+        return False
+
+    # polled often: the kill lands while the batch is still at the point it names
+    wait_until(written, str(path), START_TIMEOUT_S, poll_s=0.005)
 
 
 def kill_group(driver: subprocess.Popen[bytes]) -> None:
@@ -100,14 +103,15 @@ def kill_group(driver: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):  # the group may have exited by itself
         os.killpg(driver.pid, signal.SIGKILL)
     driver.wait(GONE_TIMEOUT_S)
-    deadline = time.monotonic() + GONE_TIMEOUT_S
-    while True:
+
+    def group_gone() -> bool:
         try:
             os.killpg(driver.pid, 0)
         except ProcessLookupError:
-            return
-        assert time.monotonic() < deadline, "the killed driver's JVM is still running"
-        time.sleep(0.05)
+            return True
+        return False
+
+    wait_until(group_gone, "the killed driver's JVM to end", GONE_TIMEOUT_S)
 
 
 @attrs.frozen
